@@ -1,0 +1,229 @@
+"""kwok backend: a kwokctl `--runtime binary` control plane plus Kueue v0.19.2 as a host process.
+
+Order matters (control-plane recipe §7): control plane → ProvisioningRequest CRD → Kueue
+namespace and CRDs → certificates → Kueue process → /readyz → webhook configurations →
+demo objects.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from . import cluster, kube, kueue_install, procs, toolchain, versions
+from .cluster import ClusterError, State
+from .paths import MANIFESTS
+
+# Kueue v0.19.2 hard-codes these paths when internal cert management is off (kueue notes §4).
+KUEUE_FIXED_CERT_DIRS = (Path("/etc/kueue/metrics/certs"),)
+
+
+def _say(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def kwok_env(st: State) -> dict[str, str]:
+    env = dict(os.environ)
+    env["KWOK_WORKDIR"] = str(st.dir / "kwok")
+    env["PATH"] = os.pathsep.join(toolchain.path_dirs() + [env.get("PATH", "")])
+    env["KWOK_KUBECTL_BINARY"] = str(toolchain.bin_path("kubectl"))
+    env.setdefault("NO_PROXY", "127.0.0.1,localhost")
+    return env
+
+
+def kwok_cluster_dir(st: State) -> Path:
+    return st.dir / "kwok" / "clusters" / st.name
+
+
+def kwokctl_config(apiserver_port: int) -> list[dict]:
+    """The KwokctlConfiguration plus every Stage (supplying any Stage drops kwok's defaults)."""
+    b = toolchain.bin_path
+    options = {
+        "runtime": "binary", "bindAddress": "127.0.0.1", "kubeVersion": versions.KUBERNETES,
+        "kubeApiserverBinary": str(b("kube-apiserver")), "kubeControllerManagerBinary": str(b("kube-controller-manager")),
+        "kubeSchedulerBinary": str(b("kube-scheduler")), "kubectlBinary": str(b("kubectl")),
+        "kwokControllerBinary": str(b("kwok")), "etcdBinary": str(b("etcd")), "disableQPSLimits": True,
+    }
+    if apiserver_port:
+        options["kubeApiserverPort"] = apiserver_port
+    docs: list[dict] = [{
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
+        "componentsPatches": [{"name": "kube-apiserver",
+                               "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}]}],
+    }]
+    stages = toolchain.KWOK.share_dir / "stages"
+    for f in ("node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml"):
+        docs += cluster.load_manifest(stages / f)
+    docs += cluster.load_manifest(MANIFESTS / "kwok" / "pod-complete.yaml")
+    return docs
+
+
+def _kwokctl(st: State, *args: str, check: bool = True, timeout: float = 600):
+    import subprocess
+    cmd = [str(toolchain.bin_path("kwokctl")), *args]
+    proc = subprocess.run(cmd, env=kwok_env(st), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise ClusterError(f"kwokctl {' '.join(args)} failed:\n{(proc.stderr or proc.stdout).strip()[-3000:]}")
+    return proc
+
+
+def control_plane_running(st: State) -> bool:
+    d = kwok_cluster_dir(st) / "pids"
+    return d.is_dir() and all(procs.read_pid(p) is not None for p in d.glob("*.pid")) and any(d.glob("*.pid"))
+
+
+# ---------------------------------------------------------------------------- Kueue process
+
+def kueue_pidfile(st: State) -> Path:
+    return st.dir / "kueue" / "kueue.pid"
+
+
+def kueue_log(st: State) -> Path:
+    return st.dir / "kueue" / "kueue.log"
+
+
+def kueue_ready(st: State) -> bool:
+    port = st.ports.get("kueue_health")
+    if not port or procs.read_pid(kueue_pidfile(st)) is None:
+        return False
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def _install_certs(st: State) -> Path:
+    pki = kwok_cluster_dir(st) / "pki"
+    webhook_dir = st.dir / "kueue" / "webhook-certs"
+    targets = [webhook_dir, *KUEUE_FIXED_CERT_DIRS]
+    for d in targets:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for src, dst in (("admin.crt", "tls.crt"), ("admin.key", "tls.key"), ("ca.crt", "ca.crt")):
+                (d / dst).write_bytes((pki / src).read_bytes())
+        except PermissionError as e:
+            raise ClusterError(
+                f"cannot write {d}: Kueue v0.19.2 outside a pod reads its metrics certificate from that fixed path "
+                "(cmd/kueue/main.go) and exits without it. Run `tau-demo cluster up` as root, or use --backend kind."
+            ) from e
+    return webhook_dir
+
+
+def start_kueue(st: State, plan: kueue_install.Plan) -> None:
+    cert_dir = _install_certs(st)
+    cfg = kueue_install.manager_config(plan.manager_config, webhook_port=st.ports["kueue_webhook"],
+                                       health_port=st.ports["kueue_health"], cert_dir=str(cert_dir))
+    cfg_path = st.dir / "kueue" / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    for name in ("kueue_webhook", "kueue_health"):
+        port = st.ports[name]
+        if not procs.port_free(port):
+            raise ClusterError(f"port {port} for Kueue ({name}) is in use {procs.port_owner(port)}; "
+                               "run `tau-demo cluster down` and `up` again to pick new ports")
+    env = dict(os.environ, NAMESPACE=kueue_install.NAMESPACE)
+    procs.start([str(toolchain.bin_path("kueue")), f"--config={cfg_path}", f"--kubeconfig={st.kubeconfig}",
+                 "--zap-log-level=info"], kueue_pidfile(st), kueue_log(st), env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if procs.read_pid(kueue_pidfile(st)) is None:
+            tail = "\n".join(kueue_log(st).read_text(errors="replace").splitlines()[-15:])
+            raise ClusterError(f"Kueue exited during start-up; last log lines ({kueue_log(st)}):\n{tail}")
+        if kueue_ready(st):
+            return
+        time.sleep(0.5)
+    raise ClusterError(f"Kueue did not report ready within 120s; see {kueue_log(st)}")
+
+
+def kueue_plan(st: State) -> kueue_install.Plan:
+    raw = toolchain.share_path(toolchain.KUEUE, "kueue-manifests.yaml")
+    docs = [d for d in yaml.safe_load_all(raw.read_text()) if d]
+    ca = (kwok_cluster_dir(st) / "pki" / "ca.crt").read_bytes()
+    return kueue_install.plan(docs, ca, st.ports["kueue_webhook"])
+
+
+# ---------------------------------------------------------------------------- up / down / status
+
+def up(name: str, apiserver_port: int = 0) -> State:
+    st = State.load(name)
+    if st and st.backend != "kwok":
+        raise ClusterError(f"cluster {name} exists with backend {st.backend}; run `tau-demo cluster down` first")
+    if st and control_plane_running(st):
+        _say(f"control plane {name} already running")
+    else:
+        if apiserver_port and not procs.port_free(apiserver_port):
+            raise ClusterError(f"apiserver port {apiserver_port} is already in use {procs.port_owner(apiserver_port)}. "
+                               "Free it, choose another with --apiserver-port, or pass --apiserver-port 0 for a free one.")
+        if st:   # stale state from a crash or reboot: start over
+            _say("found stale cluster state; cleaning it up first")
+            down(name)
+        st = State(name=name, backend="kwok", kubeconfig="",
+                   ports={"kueue_webhook": procs.free_port(), "kueue_health": procs.free_port()})
+        st.kubeconfig = str(kwok_cluster_dir(st) / "kubeconfig.yaml")
+        st.dir.mkdir(parents=True, exist_ok=True)
+        cfg = st.dir / "kwokctl.yaml"
+        cfg.write_text(yaml.safe_dump_all(kwokctl_config(apiserver_port), sort_keys=False))
+        st.save()
+        _say(f"creating control plane (kwokctl --runtime binary, Kubernetes {versions.KUBERNETES}, etcd {versions.ETCD})")
+        t0 = time.monotonic()
+        _kwokctl(st, "--config", str(cfg), "create", "cluster", "--name", name, "--runtime", "binary",
+                 "--kubeconfig", "", "--timeout", "5m", "--wait", "2m")
+        _say(f"control plane up in {time.monotonic() - t0:.1f}s")
+    k = kube.Kube(st.kubeconfig)
+    cluster.wait_apiserver(k)
+    if not kueue_ready(st):
+        cluster.install_provreq_crd(st.kubeconfig)
+        plan = kueue_plan(st)
+        cluster.apply_docs(st.kubeconfig, plan.phase1, "Kueue's namespace and CRDs")
+        cluster.kubectl(st.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd", "-l",
+                        "app.kubernetes.io/name=kueue")
+        procs.stop(kueue_pidfile(st))
+        _say(f"starting Kueue {versions.KUEUE} (host process, webhook 127.0.0.1:{st.ports['kueue_webhook']})")
+        start_kueue(st, plan)
+        cluster.apply_docs(st.kubeconfig, plan.webhooks, "Kueue's webhook configurations")
+        _say(f"Kueue ready; {len(plan.dropped_webhooks)} webhooks for unused frameworks left out")
+    cluster.install_demo_objects(st.kubeconfig, "kwok")
+    cluster.wait_kueue_objects(k)
+    return st
+
+
+def down(name: str) -> bool:
+    """Stop everything of cluster `name` and remove its state.  False if there was nothing."""
+    st = State.load(name)
+    if st is None:
+        return False
+    # webhooks first: with failurePolicy Fail they would block the apiserver's own cleanup
+    if Path(st.kubeconfig).is_file() and control_plane_running(st):
+        for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+            cluster.kubectl(st.kubeconfig, "delete", kind, "-l", "app.kubernetes.io/name=kueue",
+                            "--ignore-not-found", "--timeout=20s", check=False, timeout=30)
+    for pidfile in sorted(st.dir.glob("*/*.pid")) + sorted(st.dir.glob("*.pid")):
+        if "kwok/clusters" not in str(pidfile) and procs.stop(pidfile):
+            _say(f"stopped {pidfile.stem}")
+    if kwok_cluster_dir(st).exists():
+        _kwokctl(st, "delete", "cluster", "--name", name, check=False, timeout=120)
+        # kwokctl stops by pid file; make sure nothing it started survives
+        for pidfile in (kwok_cluster_dir(st) / "pids").glob("*.pid"):
+            procs.stop(pidfile, timeout=5)
+    cluster.remove_state(name)
+    return True
+
+
+def status(name: str) -> list[tuple[str, bool, str]]:
+    st = State.load(name)
+    if st is None:
+        return [("cluster", False, f"no cluster {name}; run `tau-demo cluster up`")]
+    rows = []
+    pids = kwok_cluster_dir(st) / "pids"
+    for p in sorted(pids.glob("*.pid")):
+        pid = procs.read_pid(p)
+        rows.append((p.stem, pid is not None, f"pid {pid}" if pid else "not running"))
+    pid = procs.read_pid(kueue_pidfile(st))
+    rows.append(("kueue", kueue_ready(st), f"pid {pid}, /readyz on 127.0.0.1:{st.ports.get('kueue_health')}"
+                 if pid else f"not running (log {kueue_log(st)})"))
+    return rows

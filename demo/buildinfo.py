@@ -1,0 +1,76 @@
+"""Read the module build info that the Go linker embeds in every binary (what `go version -m` prints).
+
+It lets `tau-demo toolchain versions` check binaries without a version flag (kueue,
+kwok) and without Go installed.  Format (Go >= 1.18): the 16-byte header
+"\\xff Go buildinf:" + ptrsize + flags; with flag bit 2 set, two varint-length-prefixed
+strings follow at offset 32: the Go version and the module info.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+MAGIC = b"\xff Go buildinf:"
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    go_version: str
+    path: str                      # main package path
+    main_module: str
+    main_version: str
+    deps: dict[str, str]           # module -> version (after replacement)
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def parse_modinfo(go_version: str, mod: str) -> BuildInfo:
+    path = main_module = main_version = ""
+    deps: dict[str, str] = {}
+    last = None
+    for line in mod.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "path" and len(parts) > 1:
+            path = parts[1]
+        elif parts[0] == "mod" and len(parts) > 2:
+            main_module, main_version = parts[1], parts[2]
+        elif parts[0] == "dep" and len(parts) > 2:
+            deps[parts[1]] = parts[2]
+            last = parts[1]
+        elif parts[0] == "=>" and last and len(parts) > 2:
+            deps[last] = parts[2]
+    return BuildInfo(go_version, path, main_module, main_version, deps)
+
+
+def read(binary: Path) -> BuildInfo | None:
+    """Return the build info of a Go binary, or None if there is none."""
+    try:
+        data = binary.read_bytes()
+    except OSError:
+        return None
+    at = data.find(MAGIC)
+    if at < 0 or len(data) < at + 32:
+        return None
+    flags = data[at + 15]
+    if not flags & 0x2:          # pre-1.18 pointer format: not produced by our Go 1.26 builds
+        return None
+    pos = at + 32
+    n, pos = _uvarint(data, pos)
+    go_version = data[pos:pos + n].decode(errors="replace")
+    pos += n
+    n, pos = _uvarint(data, pos)
+    mod = data[pos:pos + n]
+    # modinfo is framed by 16-byte sentinels
+    if len(mod) >= 33:
+        mod = mod[16:-16]
+    return parse_modinfo(go_version, mod.decode(errors="replace"))

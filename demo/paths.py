@@ -1,0 +1,37 @@
+"""Where things live on disk.  Nothing here is inside the repository except manifests/."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MANIFESTS = REPO / "manifests"
+TOOLCHAIN_MODULES = REPO / "toolchain"   # wrapper go.mod/go.sum for modules that need replace lines
+
+
+def cache_root() -> Path:
+    """Version-keyed build cache for binaries and rendered upstream manifests.
+
+    Override with TAU_DEMO_CACHE; defaults to ~/.cache/tau-demo (XDG_CACHE_HOME honoured).
+    """
+    env = os.environ.get("TAU_DEMO_CACHE")
+    if env:
+        return Path(env).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return (base / "tau-demo").resolve()
+
+
+def state_root() -> Path:
+    """Cluster state (kwokctl workdir, Kueue config, pids, logs).  Override with TAU_DEMO_STATE."""
+    env = os.environ.get("TAU_DEMO_STATE")
+    if env:
+        return Path(env).expanduser().resolve()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
+    return (base / "tau-demo").resolve()
+
+
+def cluster_dir(name: str) -> Path:
+    return state_root() / "clusters" / name

@@ -1,0 +1,115 @@
+"""Host processes started by the demo: detached, with a pid file and a log file.
+
+A pid file holds "<pid> <start-time-ticks>" so that a recycled pid is never mistaken for
+our process (and never killed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def _start_ticks(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # field 22, after the parenthesised command name (which may contain spaces)
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def read_pid(pidfile: Path) -> int | None:
+    """The pid recorded in pidfile if that very process is still alive."""
+    try:
+        pid_s, ticks = pidfile.read_text().split()
+        pid = int(pid_s)
+    except (OSError, ValueError):
+        return None
+    if _start_ticks(pid) != ticks:
+        return None
+    try:
+        st = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+    return None if st == "Z" else pid
+
+
+def write_pid(pidfile: Path, pid: int) -> None:
+    pidfile.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pidfile.with_suffix(".tmp")
+    tmp.write_text(f"{pid} {_start_ticks(pid)}\n")
+    os.replace(tmp, pidfile)
+
+
+def start(argv: list[str], pidfile: Path, logfile: Path, env: dict | None = None, cwd: Path | None = None) -> int:
+    """Start argv detached (own session, survives the caller), appending to logfile."""
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    with open(logfile, "ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=env, cwd=cwd, start_new_session=True)
+    write_pid(pidfile, proc.pid)
+    return proc.pid
+
+
+def stop(pidfile: Path, timeout: float = 10.0, sig: int = signal.SIGTERM) -> bool:
+    """Stop the process of pidfile (TERM, then KILL after timeout).  True if one was running."""
+    pid = read_pid(pidfile)
+    if pid is None:
+        pidfile.unlink(missing_ok=True)
+        return False
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        os.kill(pid, sig)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and read_pid(pidfile) is not None:
+        _reap(pid)
+        time.sleep(0.1)
+    if read_pid(pidfile) is not None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        time.sleep(0.2)
+        _reap(pid)
+    pidfile.unlink(missing_ok=True)
+    return True
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_owner(port: int) -> str:
+    """Best effort: which process listens on port (for error messages)."""
+    try:
+        out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True, timeout=5).stdout
+        return out.strip().split("users:")[-1] if "users:" in out else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
