@@ -8,6 +8,7 @@ demo objects.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import urllib.request
@@ -74,7 +75,7 @@ def _kwokctl(st: State, *args: str, check: bool = True, timeout: float = 600):
 
 def control_plane_running(st: State) -> bool:
     d = kwok_cluster_dir(st) / "pids"
-    return d.is_dir() and all(procs.read_pid(p) is not None for p in d.glob("*.pid")) and any(d.glob("*.pid"))
+    return d.is_dir() and all(procs.read_plain_pid(p) is not None for p in d.glob("*.pid")) and any(d.glob("*.pid"))
 
 
 # ---------------------------------------------------------------------------- Kueue process
@@ -209,7 +210,9 @@ def down(name: str) -> bool:
         _kwokctl(st, "delete", "cluster", "--name", name, check=False, timeout=120)
         # kwokctl stops by pid file; make sure nothing it started survives
         for pidfile in (kwok_cluster_dir(st) / "pids").glob("*.pid"):
-            procs.stop(pidfile, timeout=5)
+            pid = procs.read_plain_pid(pidfile)
+            if pid:
+                os.kill(pid, signal.SIGKILL)
     cluster.remove_state(name)
     return True
 
@@ -221,7 +224,7 @@ def status(name: str) -> list[tuple[str, bool, str]]:
     rows = []
     pids = kwok_cluster_dir(st) / "pids"
     for p in sorted(pids.glob("*.pid")):
-        pid = procs.read_pid(p)
+        pid = procs.read_plain_pid(p)
         rows.append((p.stem, pid is not None, f"pid {pid}" if pid else "not running"))
     pid = procs.read_pid(kueue_pidfile(st))
     rows.append(("kueue", kueue_ready(st), f"pid {pid}, /readyz on 127.0.0.1:{st.ports.get('kueue_health')}"

@@ -136,9 +136,8 @@ class Kube:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         headers.update(self.api.default_headers)
         self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
-        data = json.dumps(body).encode() if body is not None and not isinstance(body, (bytes, str)) else body
-        try:
-            resp = self.api.rest_client.request(method, url, headers=headers, body=data,
+        try:   # the REST client serialises dict bodies as JSON for json and yaml content types
+            resp = self.api.rest_client.request(method, url, headers=headers, body=body,
                                                 _request_timeout=timeout or self.timeout)
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise Unreachable(f"apiserver {self.api.configuration.host} did not answer {method} {path}: {e}") from e

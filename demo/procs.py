@@ -39,6 +39,16 @@ def read_pid(pidfile: Path) -> int | None:
     return None if st == "Z" else pid
 
 
+def read_plain_pid(pidfile: Path) -> int | None:
+    """A pid file written by another tool (kwokctl): just a number.  The pid if it is alive."""
+    try:
+        pid = int(pidfile.read_text().split()[0])
+        st = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if st == "Z" else pid
+
+
 def write_pid(pidfile: Path, pid: int) -> None:
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     tmp = pidfile.with_suffix(".tmp")

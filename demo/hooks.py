@@ -1,0 +1,75 @@
+"""File-based pause points, so scenarios can make race interleavings deterministic.
+
+A controller started with --hook-dir DIR calls `reach(point, key)` at each step boundary.
+If the scenario armed that point for that object (DIR/<point>@<key>.arm exists), the
+controller records DIR/<point>@<key>.reached (JSON details), then blocks until the scenario
+creates DIR/<point>@<key>.release — or kills the controller there.  Without --hook-dir
+every call returns at once.  Files work across processes, which a kill -9 test needs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+POINTS = ("before-commit", "after-commit", "after-mirror", "after-arm")
+
+
+def _base(directory: Path, point: str, key: str) -> str:
+    return str(Path(directory) / f"{point}@{key.replace('/', '_')}")
+
+
+class Hooks:
+    def __init__(self, directory: str | Path | None, max_pause: float = 600.0):
+        self.dir = Path(directory) if directory else None
+        self.max_pause = max_pause
+
+    def reach(self, point: str, key: str, **info) -> None:
+        if self.dir is None:
+            return
+        base = _base(self.dir, point, key)
+        arm = Path(base + ".arm")
+        if not arm.exists():
+            return
+        Path(base + ".reached").write_text(json.dumps(info))
+        arm.unlink(missing_ok=True)
+        log.info("hook %s for %s: paused until the scenario releases it", point, key)
+        release = Path(base + ".release")
+        deadline = time.monotonic() + self.max_pause
+        while not release.exists():
+            if time.monotonic() > deadline:
+                log.warning("hook %s for %s: not released after %.0fs; going on", point, key, self.max_pause)
+                return
+            time.sleep(0.02)
+        release.unlink(missing_ok=True)
+        log.info("hook %s for %s: released", point, key)
+
+
+# ---------------------------------------------------------------------------- the scenario's side
+
+def arm(directory: Path, point: str, key: str) -> None:
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    for suffix in (".reached", ".release"):
+        Path(_base(directory, point, key) + suffix).unlink(missing_ok=True)
+    Path(_base(directory, point, key) + ".arm").write_text("")
+
+
+def wait_reached(directory: Path, point: str, key: str, timeout: float = 120.0) -> dict:
+    p = Path(_base(directory, point, key) + ".reached")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if p.exists():
+            try:
+                return json.loads(p.read_text() or "{}")
+            except ValueError:
+                pass   # being written
+        time.sleep(0.02)
+    raise TimeoutError(f"the controller did not reach {point} for {key} within {timeout:.0f}s")
+
+
+def release(directory: Path, point: str, key: str) -> None:
+    Path(_base(directory, point, key) + ".release").write_text("")

@@ -1,0 +1,97 @@
+"""One real cluster per test run: control plane + real Kueue v0.19.2 + real KWOK.
+
+The cluster is brought up with the same code as `tau-demo cluster up` (state under
+$TAU_DEMO_STATE, which test.sh points at a temporary directory) and torn down at the end.
+If it cannot be brought up, every cluster test fails with the reason -- never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from demo import backend_kwok, cluster, kube, toolchain
+
+NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def demo_cluster():
+    if not os.environ.get("TAU_DEMO_STATE"):
+        pytest.fail("set TAU_DEMO_STATE (test.sh does) so the tests do not touch your demo cluster")
+    t0 = time.monotonic()
+    try:
+        toolchain.ensure()
+        st = backend_kwok.up(NAME)
+    except (toolchain.ToolchainError, cluster.ClusterError) as e:
+        backend_kwok.down(NAME)
+        pytest.fail(f"cannot bring the test cluster up: {e}", pytrace=False)
+    print(f"\n[cluster] {NAME} up in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+    yield st
+    backend_kwok.down(NAME)
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(demo_cluster) -> str:
+    return demo_cluster.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def k(kubeconfig) -> kube.Kube:
+    return kube.Kube(kubeconfig)
+
+
+@pytest.fixture
+def unique():
+    return uuid.uuid4().hex[:5]
+
+
+def wait_for(pred, timeout=60.0, interval=0.25, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+class Proc:
+    """A tau-demo subcommand running as a real process (controllers under test)."""
+
+    def __init__(self, args: list[str], kubeconfig: str, log: Path):
+        self.log = log
+        self.args = args
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.fh = open(log, "ab")
+        self.p = subprocess.Popen([sys.executable, "-m", "demo", *args, "--kubeconfig", kubeconfig],
+                                  stdout=self.fh, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_log(self, needle: str, timeout: float = 30) -> None:
+        wait_for(lambda: needle in self.text() or (self.p.poll() is not None and "exited"), timeout,
+                 what=f"{needle!r} in {self.log}")
+        assert needle in self.text(), self.text()[-3000:]
+
+    def kill9(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+        self.fh.close()

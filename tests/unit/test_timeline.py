@@ -1,0 +1,286 @@
+"""Event log (demo.events) and timeline picture (demo.timeline)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import k8s_objects as K
+from demo import events, timeline
+from demo.events import EventLog, snapshot_states
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def lines(path) -> list[dict]:
+    return [json.loads(l) for l in path.read_text().splitlines()]
+
+
+# ------------------------------------------------------------------------------ EventLog
+
+def test_record_dedupes_consecutive_equal_states_per_lane(tmp_path):
+    log = EventLog(tmp_path / "ev.jsonl")
+    assert log.record("Job", "suspended", "created", t=100.0) is True
+    assert log.record("Job", "suspended", "again", t=101.0) is False
+    assert log.record("Workload", "pending", t=101.5) is True
+    assert log.record("Job", "running", t=102.0) is True
+    assert log.record("Job", "suspended", t=103.0) is True   # back to an earlier state: a change
+    assert lines(tmp_path / "ev.jsonl") == [
+        {"t": 100.0, "lane": "Job", "state": "suspended", "detail": "created"},
+        {"t": 101.5, "lane": "Workload", "state": "pending", "detail": ""},
+        {"t": 102.0, "lane": "Job", "state": "running", "detail": ""},
+        {"t": 103.0, "lane": "Job", "state": "suspended", "detail": ""},
+    ]
+
+
+def test_default_time_comes_from_the_clock(tmp_path):
+    ticks = iter([50.0, 51.25])
+    log = EventLog(tmp_path / "ev.jsonl", clock=lambda: next(ticks))
+    log.record("Nodes", "0")
+    log.mark("deadline")
+    assert lines(tmp_path / "ev.jsonl") == [
+        {"t": 50.0, "lane": "Nodes", "state": "0", "detail": ""},
+        {"t": 51.25, "marker": "deadline"},
+    ]
+
+
+def test_marks_are_never_deduped(tmp_path):
+    log = EventLog(tmp_path / "ev.jsonl")
+    log.mark("deadline", t=1.0)
+    log.mark("deadline", t=2.0)
+    assert [e["t"] for e in events.read(tmp_path / "ev.jsonl")] == [1.0, 2.0]
+
+
+def test_reopened_log_continues_deduping(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    EventLog(path).record("Pods", "2 running", t=1.0)
+    again = EventLog(path)
+    assert again.record("Pods", "2 running", t=2.0) is False
+    assert again.record("Pods", "2 succeeded", t=3.0) is True
+    assert [e["state"] for e in events.read(path)] == ["2 running", "2 succeeded"]
+
+
+def test_record_all_writes_changed_lanes_at_one_time(tmp_path):
+    log = EventLog(tmp_path / "ev.jsonl")
+    assert log.record_all({"Job": "suspended", "Nodes": "0"}, t=5.0) == ["Job", "Nodes"]
+    assert log.record_all({"Job": "suspended", "Nodes": "2"}, t=9.0) == ["Nodes"]
+    assert [(e["t"], e["lane"], e["state"]) for e in events.read(tmp_path / "ev.jsonl")] == [
+        (5.0, "Job", "suspended"), (5.0, "Nodes", "0"), (9.0, "Nodes", "2")]
+
+
+def test_read_tolerates_a_truncated_last_line(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    path.write_text('{"t": 1, "lane": "Job", "state": "suspended", "detail": ""}\n'
+                    '{"t": 2, "marker": "deadline"}\n'
+                    '{"t": 3, "lane": "Job", "sta')
+    assert EventLog.read(path) == [{"t": 1, "lane": "Job", "state": "suspended", "detail": ""},
+                                   {"t": 2, "marker": "deadline"}]
+
+
+def test_read_rejects_a_corrupt_middle_line(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    path.write_text('{"t": 1, "marker": "a"}\nnot json\n{"t": 2, "marker": "b"}\n')
+    with pytest.raises(ValueError, match=":2:"):
+        events.read(path)
+
+
+# ----------------------------------------------------------------------- snapshot_states
+
+def test_snapshot_fresh_job():
+    assert snapshot_states(**K.snap_fresh()) == {
+        "Job": "suspended", "Workload": "none", "AdmissionCheck": "-",
+        "ProvisioningRequest": "none", "Nodes": "0", "Pods": "0"}
+
+
+def test_snapshot_while_provisioning():
+    s = snapshot_states(**K.snap_reserved_check_pending())
+    assert (s["Workload"], s["AdmissionCheck"], s["ProvisioningRequest"]) == ("quota reserved", "Pending", "#1 Accepted")
+
+
+def test_snapshot_retry():
+    s = snapshot_states(**K.snap_check_retry())
+    assert (s["AdmissionCheck"], s["ProvisioningRequest"]) == ("Retry", "#1 Failed")
+
+
+def test_snapshot_admitted_pods_pending():
+    assert snapshot_states(**K.snap_admitted_pods_pending()) == {
+        "Job": "running", "Workload": "admitted", "AdmissionCheck": "Ready",
+        "ProvisioningRequest": "#1 Provisioned", "Nodes": "3", "Pods": "2 pending"}
+
+
+def test_snapshot_mixed_pods_and_deleting_nodes():
+    snap = K.snap_pods_running()
+    snap["pods"][1] = K.pod(1, K.NODE_A, "Succeeded")
+    snap["nodes"] = [K.node(K.NODE_A, "u"), K.node(K.NODE_B, "u", deleting=True)]
+    s = snapshot_states(**snap)
+    assert (s["Pods"], s["Nodes"]) == ("1 running, 1 succeeded", "1 (1 deleting)")
+
+
+def test_snapshot_complete():
+    s = snapshot_states(**K.snap_job_complete())
+    assert (s["Job"], s["Workload"], s["Pods"]) == ("succeeded", "finished", "2 succeeded")
+
+
+def test_snapshot_deadline():
+    s = snapshot_states(**K.snap_deadline())
+    assert s["Job"] == "suspended · marked AdmissionTimeout"
+    assert s["Workload"] == "evicted: Deactivated"
+    assert s["ProvisioningRequest"] == "none"
+
+
+def test_snapshot_inactive_before_eviction_and_deleted():
+    snap = K.snap_reserved_check_pending()
+    snap["workload"]["spec"]["active"] = False
+    assert snapshot_states(**snap)["Workload"] == "inactive"
+    assert snapshot_states(None, None, [], [], [])["Job"] == "deleted"
+    assert snapshot_states(None, None, [], [], [])["Workload"] == "deleted"
+
+
+def test_snapshot_rejected():
+    s = snapshot_states(**K.snap_rejected())
+    assert (s["Workload"], s["AdmissionCheck"], s["ProvisioningRequest"]) == (
+        "evicted: DeactivatedDueToAdmissionCheck", "Rejected", "#3 Failed")
+
+
+# ---------------------------------------------------------------------------- timeline
+
+EVENTS = [
+    {"t": 1000.0, "lane": "Workload", "state": "pending", "detail": ""},
+    {"t": 1000.0, "lane": "Job", "state": "suspended", "detail": "created"},
+    {"t": 1000.0, "lane": "Extra", "state": "x", "detail": ""},
+    {"t": 1005.0, "lane": "Workload", "state": "quota reserved", "detail": ""},
+    {"t": 1005.0, "lane": "AdmissionCheck", "state": "Pending", "detail": ""},
+    {"t": 1010.0, "lane": "ProvisioningRequest", "state": "#1 Accepted", "detail": ""},
+    {"t": 1060.0, "marker": "deadline"},
+    {"t": 1060.0, "lane": "Workload", "state": "evicted: Deactivated", "detail": ""},
+    {"t": 1061.0, "lane": "Job", "state": "suspended · marked AdmissionTimeout", "detail": ""},
+]
+
+
+def parse(svg: str) -> ET.Element:
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    return root
+
+
+def rects(root: ET.Element) -> list[ET.Element]:
+    return root.findall(f".//{SVG}rect")
+
+
+def texts(root: ET.Element) -> list[str]:
+    return [t.text or "" for t in root.iter(f"{SVG}text")]
+
+
+def test_svg_has_one_rect_per_segment():
+    root = parse(timeline.render_svg(EVENTS, "deadline demo"))
+    # Workload 3 + Job 2 + Extra 1 + AdmissionCheck 1 + ProvisioningRequest 1
+    assert len(rects(root)) == 8
+
+
+def test_repeated_states_merge_into_one_segment():
+    evs = [{"t": 0, "lane": "Job", "state": "suspended"}, {"t": 3, "lane": "Job", "state": "suspended"},
+           {"t": 6, "lane": "Job", "state": "running"}]
+    assert len(rects(parse(timeline.render_svg(evs, "t")))) == 2
+
+
+def test_lanes_known_first_then_in_order_of_appearance():
+    root = parse(timeline.render_svg(EVENTS, "t"))
+    labels = [t.text for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    assert labels == ["Job", "Workload", "AdmissionCheck", "ProvisioningRequest", "Extra"]
+
+
+def test_segment_geometry_follows_time():
+    evs = [{"t": 10, "lane": "Job", "state": "a"}, {"t": 20, "lane": "Job", "state": "b"},
+           {"t": 25, "lane": "Job", "state": "c"}, {"t": 40, "lane": "Nodes", "state": "2"}]
+    r = rects(parse(timeline.render_svg(evs, "t")))
+    job = [x for x in r if x.get("y") == r[0].get("y")]
+    w = [float(x.get("width")) for x in job]
+    assert w[0] == pytest.approx(2 * w[1], rel=0.01)          # 10 s vs 5 s
+    xs = [float(x.get("x")) for x in job]
+    assert xs[1] == pytest.approx(xs[0] + w[0], abs=0.2)       # contiguous
+    assert xs == sorted(xs)
+
+
+def test_colors_by_state_keyword():
+    assert timeline.color_for("2 running") == timeline.COLORS["green"]
+    assert timeline.color_for("Ready") == timeline.COLORS["green"]
+    assert timeline.color_for("#1 Provisioned") == timeline.COLORS["green"]
+    assert timeline.color_for("suspended") == timeline.COLORS["amber"]
+    assert timeline.color_for("#1 Accepted") == timeline.COLORS["amber"]
+    assert timeline.color_for("#2 Failed") == timeline.COLORS["red"]
+    assert timeline.color_for("Rejected") == timeline.COLORS["red"]
+    assert timeline.color_for("evicted: Deactivated") == timeline.COLORS["red"]
+    assert timeline.color_for("suspended · marked AdmissionTimeout") == timeline.COLORS["red"]
+    assert timeline.color_for("2") == timeline.COLORS["grey"]
+    root = parse(timeline.render_svg(EVENTS, "t"))
+    fills = {r.find(f"{SVG}title").text.split(" (t=")[0]: r.get("fill") for r in rects(root)}
+    assert fills["Workload: evicted: Deactivated"] == timeline.COLORS["red"]
+    assert fills["AdmissionCheck: Pending"] == timeline.COLORS["amber"]
+
+
+def test_marker_is_a_dashed_red_line_with_a_label():
+    root = parse(timeline.render_svg(EVENTS, "t"))
+    dashed = [l for l in root.iter(f"{SVG}line") if l.get("stroke-dasharray")]
+    assert len(dashed) == 1
+    assert dashed[0].get("stroke") == timeline.MARKER_COLOR
+    assert dashed[0].get("x1") == dashed[0].get("x2")
+    label = [t for t in root.iter(f"{SVG}text") if t.text == "deadline"]
+    assert len(label) == 1 and float(label[0].get("y")) < float(dashed[0].get("y2"))
+    # the marker sits where the Workload's eviction starts (same t)
+    evicted = [r for r in rects(root) if "evicted" in r.find(f"{SVG}title").text]
+    assert float(evicted[0].get("x")) == pytest.approx(float(dashed[0].get("x1")), abs=0.2)
+
+
+def test_state_text_only_when_it_fits():
+    evs = [{"t": 0, "lane": "Job", "state": "a-very-long-state-name-that-cannot-fit"},
+           {"t": 0.1, "lane": "Job", "state": "ok"}, {"t": 100, "lane": "Nodes", "state": "2"}]
+    root = parse(timeline.render_svg(evs, "t"))
+    shown = texts(root)
+    assert "ok" in shown
+    assert "a-very-long-state-name-that-cannot-fit" not in shown
+    # still available as the bar's tooltip
+    assert any("a-very-long-state-name" in (r.find(f"{SVG}title").text or "") for r in rects(root))
+
+
+def test_text_is_escaped():
+    evs = [{"t": 0, "lane": "Job<&>", "state": "<b>&\"x\"", "detail": "a < b"},
+           {"t": 1, "marker": "dead&line"}]
+    svg = timeline.render_svg(evs, 'title <&> "q"')
+    assert "<b>" not in svg and "&lt;b&gt;&amp;" in svg
+    root = parse(svg)
+    assert root.find(f"{SVG}title").text == 'title <&> "q"'
+    assert "<b>&\"x\"" in texts(root)
+    assert "dead&line" in texts(root)
+    assert "Job<&>" in texts(root)
+
+
+def test_empty_log_is_still_valid_svg():
+    root = parse(timeline.render_svg([], "nothing"))
+    assert rects(root) == []
+    assert "no events" in texts(root)
+
+
+def test_write_svg_from_a_log(tmp_path):
+    log = EventLog(tmp_path / "ev.jsonl")
+    for ev in EVENTS:
+        if "marker" in ev:
+            log.mark(ev["marker"], t=ev["t"])
+        else:
+            log.record(ev["lane"], ev["state"], ev["detail"], t=ev["t"])
+    out = timeline.write(tmp_path / "ev.jsonl", tmp_path / "pics" / "timeline.svg", "from log")
+    root = parse(out.read_text())
+    assert len(rects(root)) == 8
+    assert "from log" in texts(root)
+
+
+def test_write_png_without_converter_is_a_clear_error(tmp_path, monkeypatch):
+    log = EventLog(tmp_path / "ev.jsonl")
+    log.record("Job", "suspended", t=0)
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(timeline.UnsupportedOutput, match="only SVG"):
+        timeline.write(tmp_path / "ev.jsonl", tmp_path / "timeline.png", "t")
+    assert not (tmp_path / "timeline.png").exists()
