@@ -217,12 +217,14 @@ class DeadlineController:
         log.info("deadline: watching Jobs and Workloads in %s (class %s, protocol %s, cleanup TTL %.0fs, resync %.0fs)",
                  self.namespace or "all namespaces", self.instance, self.protocol, self.ttl, self.resync)
         from . import heartbeat
-        heartbeat.start(self.k, f"deadline-{self.instance}", stop)
+        hb = heartbeat.start(self.k, f"deadline-{self.instance}", stop)
         jobs_synced, wls_synced = threading.Event(), threading.Event()
         start_informer(self.k, kube.JOB, self.on_job, stop, self.namespace, synced=jobs_synced)
         start_informer(self.k, kube.WORKLOAD, self.on_workload, stop, self.namespace, synced=wls_synced)
         jobs_synced.wait(30)
         wls_synced.wait(30)
+        log.info("deadline: caches synced; ready")
         if ready:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys)
+        hb.join(5)

@@ -42,6 +42,10 @@ def start(k: kube.Kube, name: str, stop: threading.Event, interval: float = 2.0)
             except (kube.ApiError, kube.Unreachable) as e:
                 log.debug("heartbeat %s: %s", name, e)
             stop.wait(interval)
+        try:   # a clean stop gives the Lease up at once
+            k.delete(LEASE, name, NAMESPACE)
+        except (kube.ApiError, kube.Unreachable):
+            pass
     t = threading.Thread(target=loop, name=f"heartbeat-{name}", daemon=True)
     t.start()
     return t

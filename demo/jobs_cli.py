@@ -167,35 +167,53 @@ def submit_cmd(kube_client, kubeconfig, profile, gang, name, namespace, deadline
 
 # ---------------------------------------------------------------------------- watch
 
+SYMBOL = {"done": "✓", "active": "…", "failed": "✗", "pending": "·"}
+
+
 def follow(k: kube.Kube, namespace: str, name: str, until: str = "finished", timeout: float = 600,
-           out=None, interval: float = 0.5, event_log=None, live: bool | None = None) -> phases.View:
-    """Poll the Job's objects and show the phases until the job runs/finishes/fails."""
+           out=None, interval: float = 0.5, event_log=None, live: bool | None = None,
+           on_snapshot=None) -> phases.View:
+    """Poll the Job's objects and show the phases until the job runs/finishes/fails.
+
+    On a terminal the phase block is redrawn in place; otherwise each phase change is printed
+    as one timestamped line, then the final block (that is what sample-output.txt shows)."""
     out = out or sys.stdout
     live = out.isatty() if live is None else live
-    deadline = time.monotonic() + timeout
-    last = None
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    last_text = None
+    seen: dict[str, tuple[str, str]] = {}
     shown_lines = 0
     job_uid = None
     while True:
         snap = observe.snapshot(k, namespace, name, job_uid)
         if snap.job is not None and job_uid is None:
             job_uid = snap.job["metadata"]["uid"]
+        if on_snapshot:
+            on_snapshot(snap)
         view = phases.derive(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes)
         if event_log is not None:
             from .events import snapshot_states
             event_log.record_all(snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes))
-        text = view.render()
-        if text != last:
-            if live and shown_lines:
-                out.write(f"\x1b[{shown_lines}F\x1b[J")
-            out.write(text + "\n")
-            out.flush()
-            shown_lines = text.count("\n") + 1
-            last = text
         done = view.outcome in ("succeeded", "failed") or (until == "running" and view.outcome == "running")
-        if done:
-            return view
-        if snap.job is None and job_uid is not None:
+        gone = snap.job is None and job_uid is not None
+        if live:
+            text = view.render()
+            if text != last_text:
+                if shown_lines:
+                    out.write(f"\x1b[{shown_lines}F\x1b[J")
+                out.write(text + "\n")
+                shown_lines = text.count("\n") + 1
+                last_text = text
+        else:
+            for ph in view.phases:
+                if ph.state != "pending" and seen.get(ph.name) != (ph.state, ph.detail):
+                    seen[ph.name] = (ph.state, ph.detail)
+                    out.write(f"  [{time.monotonic() - t0:5.1f}s] {SYMBOL[ph.state]} {ph.name:22} {ph.detail}\n")
+            if done or gone:
+                out.write(view.render() + "\n")
+        out.flush()
+        if done or gone:
             return view
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {namespace}/{name} still {view.outcome} after {timeout:.0f}s: {view.reason}")

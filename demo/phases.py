@@ -424,6 +424,10 @@ def _booked(f: _Facts) -> str:
     uid = _meta(provisioned[-1]).get("uid") if provisioned else None
     booked = [n for n in f.nodes if uid and annotations(n).get(PROVREQ_UID_ANNOTATION) == uid]
     if not booked:
+        # Kueue may have deleted the request by now: fall back to the autoscaler's nodes the pods ran on
+        used = {_spec(p).get("nodeName") for p in f.pods}
+        booked = [n for n in f.nodes if _meta(n).get("name") in used and annotations(n).get(PROVREQ_UID_ANNOTATION)]
+    if not booked:
         return "capacity found on existing nodes"
     pools = sorted({labels(n).get(POOL_LABEL) for n in booked if labels(n).get(POOL_LABEL)})
     text = f"capacity booked on {len(booked)} node(s)"
@@ -464,8 +468,10 @@ def _running(f: _Facts) -> tuple[str, str]:
     if failure:
         return "failed", failure
     running = _running_pods(f)
-    if running:
-        return "active", f"Running ({running}/{f.need} pods)"
+    finished = sum(1 for p in f.pods if pod_phase(p) == "Succeeded")
+    if running or finished:
+        done = f", {finished} finished" if finished else ""
+        return "active", f"Running ({running}/{f.need} pods{done})"
     return "active", f"waiting for pods to start (0/{f.need} running)"
 
 

@@ -223,7 +223,7 @@ class FakeCA:
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
         from demo import heartbeat
         self.publish_pools()
-        heartbeat.start(self.k, "fake-ca", stop)
+        hb = heartbeat.start(self.k, "fake-ca", stop)
         synced = [threading.Event() for _ in range(3)]
         start_informer(self.k, kube.PROVREQ, self.on_provreq, stop, synced=synced[0])
         start_informer(self.k, kube.NODE, self.on_node_or_pod, stop, synced=synced[1])
@@ -234,6 +234,8 @@ class FakeCA:
                  "%.0fs unneeded, ValidUntilSeconds %s)", self.opts.booking_seconds, self.opts.initial_backoff,
                  self.opts.max_backoff, self.unneeded,
                  "HONOURED (differs from the real CA)" if self.opts.honor_valid_until else "ignored (like the real CA)")
+        log.info("fake-ca: caches synced; ready")
         if ready:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys)
+        hb.join(5)

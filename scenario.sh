@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The walkthrough: success, timeout and race paths on the real cluster made by ./setup.sh.
+#   AUTO=1 ./scenario.sh            never waits for input
+#   ./scenario.sh race              one group (success, timeout, race) or scenario
+# Starts the fake autoscaler and the deadline controller in the background unless they already
+# run (e.g. `tau-demo fake-ca` in another terminal), and stops only what it started.
+set -euo pipefail
+cd "$(dirname "$0")"
+[ -x .venv/bin/tau-demo ] || { echo "scenario.sh: run ./setup.sh first" >&2; exit 1; }
+exec .venv/bin/tau-demo scenario run "$@"

@@ -1,0 +1,336 @@
+"""Race path: Kueue admits at the very moment the admission deadline fires.
+
+The interleavings are made deterministic with the deadline controller's pause points
+(demo/hooks.py), not with sleeps: the scenario arms a point, waits until the controller
+is parked there, changes the world, then releases it (or kills it with SIGKILL).
+
+1. Admission wins: the controller has read the Workload (quota reserved, check pending)
+   and is paused before its commit; the autoscaler provisions and Kueue admits; the
+   controller's patch gets 409, it reads again, sees Admitted=True and backs off.
+2. Timeout wins: the controller commits first; Kueue evicts (Deactivated), deletes the
+   ProvisioningRequest; the Job is never unsuspended; mirror, cleanup, pool back to 0.
+3. Legacy protocol: interleaving 1 under the reviewed design's order marks a running Job
+   failed and deletes it -- the bug, reproduced on real Kueue; then 1 again, fixed.
+4. Interrupted mirror: SIGKILL right after the commit; on restart the controller mirrors
+   and arms cleanup exactly once.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from demo import deadline as dl
+from demo import hooks, kube, timeline
+from demo.deadline_controller import CLASS_ANNOTATION
+
+from .harness import NS, Context, Controller, Recorder, start_private
+
+DEADLINE = 8            # seconds after submission
+TTL = "5s"              # cleanup TTL of the race controllers
+
+
+def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_dir: Path | None = None) -> Controller:
+    args = ["deadline", "--class", cls, "--protocol", protocol, "--cleanup-ttl", TTL, "--resync", "1s",
+            "--namespace", NS]
+    if hook_dir:
+        args += ["--hook-dir", str(hook_dir)]
+    return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")
+
+
+def submit_racing_job(ctx: Context, cls: str, delay: float, duration: str = "15s", gang: str = "2x8") -> str:
+    name = ctx.new_name("job-race")
+    ctx.submit(name, gang, duration=duration, deadline=f"{DEADLINE}s",
+               provreq={"fakeCADelaySeconds": f"{delay:g}"}, annotations={CLASS_ANNOTATION: cls})
+    return name
+
+
+def admitted_now(ctx: Context, rec: Recorder) -> bool:
+    s = rec.samples[-1][1] if rec.samples else None
+    return bool(s and s.workload and kube.is_true(s.workload, "Admitted"))
+
+
+# ---------------------------------------------------------------------------- 1 and 3
+
+def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
+    """Pause the controller before its Workload patch; let Kueue admit; release it.
+    Returns the facts; the caller decides whether they show the bug (legacy) or not."""
+    cls = f"race-{protocol}"
+    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
+    ctl = race_controller(ctx, cls, protocol, hook_dir)
+    log, log_path = ctx.event_log(f"race-admission-wins-{protocol}")
+    name = None
+    try:
+        name = ctx.new_name("job-race")
+        key = f"{NS}/{name}"
+        hooks.arm(hook_dir, "before-commit", key)
+        with Recorder(ctx, name, log) as rec:
+            ctx.step(f"Submit with --deadline {DEADLINE}s; the autoscaler will provision at {DEADLINE + 2}s")
+            ctx.submit(name, "2x8", duration="15s", deadline=f"{DEADLINE}s",
+                       provreq={"fakeCADelaySeconds": str(DEADLINE + 2)}, annotations={CLASS_ANNOTATION: cls})
+            ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
+            info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
+            rec.mark("deadline: controller paused")
+            snap = rec.samples[-1][1]
+            ctx.check(snap.workload is not None and kube.is_true(snap.workload, "QuotaReserved")
+                      and not kube.is_true(snap.workload, "Admitted"),
+                      f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
+            ctx.step("Meanwhile the autoscaler provisions and Kueue admits")
+            ctx.wait(lambda: admitted_now(ctx, rec), 60, "Kueue to admit the Workload")
+            rec.mark("Kueue admitted")
+            ctx.check(True, "Kueue admitted the Workload while the controller was paused")
+            ctx.step("Release the controller")
+            hooks.release(hook_dir, "before-commit", key)
+            rec.mark("controller released")
+            ctx.wait(lambda: "409" in ctl.log_text() and name in ctl.log_text(), 30, "the controller's 409")
+            # give the legacy protocol's next reconcile time to act on its stale mark (TTL 5s, resync 1s)
+            t_end = time.monotonic() + 60
+            while time.monotonic() < t_end:
+                s = rec.samples[-1][1]
+                if s.job is None or (s.job.get("status") or {}).get("succeeded") == 2:
+                    break
+                time.sleep(0.5)
+            time.sleep(2)
+        job_seen = [s.job for _, s in rec.samples if s.job is not None]
+        facts = {
+            "name": name,
+            "log": ctl.log_text(),
+            "marked": any(dl.mirrored(j) for j in job_seen),
+            "cleanup_armed": any(dl.cleanup_after(j) for j in job_seen),
+            "deleted_by_controller": rec.samples[-1][1].job is None,
+            "ran": rec.ever(lambda s: any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for p in s.pods)),
+            "admitted": rec.ever(lambda s: s.workload is not None and kube.is_true(s.workload, "Admitted")),
+            "committed": rec.ever(lambda s: s.workload is not None and dl.committed_timeout(s.workload)),
+            "succeeded": any(((j.get("status") or {}).get("succeeded") or 0) >= 2 for j in job_seen),
+            "svg": str(log_path.with_suffix(".svg")),
+        }
+        timeline.write(log_path, log_path.with_suffix(".svg"), f"Race: admission wins ({protocol} protocol)")
+        return facts
+    finally:
+        ctl.stop()
+        if name:
+            ctx.delete_job(name)
+        ctx.wait_pool_empty(120)
+
+
+def scenario_admission_wins(ctx: Context) -> None:
+    ctx.header("Race 1: admission wins (committed protocol)")
+    f = admission_wins(ctx, "committed")
+    ctx.check("409 conflict" in f["log"] and "admission won" in f["log"],
+              "the controller's patch got 409, it read again, saw Admitted=True and backed off")
+    ctx.check(f["succeeded"], "the Job ran and succeeded")
+    ctx.check(not f["marked"], "the Job was never marked terminal")
+    ctx.check(not f["cleanup_armed"], "no cleanup was armed")
+    ctx.check(not f["committed"], "the Workload never carried a timeout decision")
+    ctx.say(f"  timeline: {f['svg']}")
+
+
+def scenario_legacy(ctx: Context) -> None:
+    ctx.header("Race 3: the same interleaving under the reviewed design's protocol (legacy), then fixed")
+    ctx.step("LEGACY: mark the owner terminal, then deactivate, then TTL cleanup")
+    f = admission_wins(ctx, "legacy")
+    ctx.check(f["admitted"] and f["ran"], "Kueue admitted the Workload and the Job's pods ran")
+    ctx.check(f["marked"], "BUG REPRODUCED: the admitted, running Job was marked AdmissionTimeout")
+    ctx.check(f["deleted_by_controller"], "BUG REPRODUCED: TTL cleanup deleted the admitted Job")
+    ctx.say(f"  timeline: {f['svg']}")
+    ctx.step("The same interleaving under the committed protocol")
+    g = admission_wins(ctx, "committed")
+    ctx.check(not g["marked"] and not g["deleted_by_controller"] and g["succeeded"],
+              "FIXED: the Job is not marked, not deleted, and succeeds")
+
+
+# ---------------------------------------------------------------------------- 2
+
+def scenario_timeout_wins(ctx: Context) -> None:
+    ctx.header("Race 2: timeout wins")
+    cls = "race-committed"
+    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
+    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    log, log_path = ctx.event_log("race-timeout-wins")
+    name = ctx.new_name("job-race")
+    key = f"{NS}/{name}"
+    hooks.arm(hook_dir, "after-commit", key)
+    try:
+        with Recorder(ctx, name, log) as rec:
+            ctx.step(f"Submit with --deadline {DEADLINE}s; the autoscaler would provision at {DEADLINE + 1}s")
+            ctx.submit(name, "2x8", duration="15s", deadline=f"{DEADLINE}s",
+                       provreq={"fakeCADelaySeconds": str(DEADLINE + 1)}, annotations={CLASS_ANNOTATION: cls})
+            hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
+            rec.mark("timeout committed")
+            ctx.check(True, "the controller committed the timeout first (paused right after the commit)")
+            ctx.step("The autoscaler's moment comes; Kueue has already evicted and deleted the request")
+            time.sleep(3)
+            hooks.release(hook_dir, "after-commit", key)
+            ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "mirror, cleanup TTL and deletion")
+            rec.mark("Job deleted by cleanup")
+        wls = [s.workload for _, s in rec.samples if s.workload]
+        ctx.check(any((kube.condition(w, "Evicted") or {}).get("reason") == "Deactivated" for w in wls),
+                  "Kueue evicted the Workload with reason Deactivated")
+        ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
+                  "the Job's spec.suspend stayed true throughout")
+        ctx.check(not rec.ever(lambda s: s.workload is not None and kube.is_true(s.workload, "Admitted")),
+                  "the Workload was never Admitted")
+        ctx.check(rec.ever(lambda s: dl.mirrored(s.job)), "the owner Job was mirrored (AdmissionTimeout)")
+        ctx.check(True, "cleanup deleted the Job after its TTL")
+        ctx.wait(lambda: not [p for p in ctx.k.list(kube.PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
+                 "the ProvisioningRequest to be gone")
+        ctx.check(True, "no ProvisioningRequest is left")
+        ctx.wait_pool_empty(120)
+        ctx.check(not ctx.pool_nodes(), "the pool is back to 0")
+    finally:
+        ctl.stop()
+        ctx.delete_job(name)
+    timeline.write(log_path, log_path.with_suffix(".svg"), "Race: timeout wins")
+    ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
+
+
+# ---------------------------------------------------------------------------- 4
+
+def interrupted(ctx: Context, point: str) -> dict:
+    """Kill -9 the controller at `point` (after-commit, after-mirror, after-arm), restart it,
+    and check it converges: mirror and cleanup armed exactly once, the Job cleaned up."""
+    cls = "race-committed"
+    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
+    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    name = ctx.new_name("job-kill")
+    key = f"{NS}/{name}"
+    hooks.arm(hook_dir, point, key)
+    try:
+        with Recorder(ctx, name, None, interval=0.1) as rec:
+            ctx.submit(name, "2x8", deadline=f"{DEADLINE}s", provreq={"fakeCAStockout": "true"},
+                       annotations={CLASS_ANNOTATION: cls})
+            hooks.wait_reached(hook_dir, point, key, timeout=60)
+            ctl.kill9()
+            job = ctx.k.get(kube.JOB, name, NS)
+            wl = rec.samples[-1][1].workload
+            at_kill = {"committed": dl.committed_timeout(wl), "mirrored": dl.mirrored(job),
+                       "armed": dl.cleanup_after(job) is not None}
+            ctx.say(f"  killed with SIGKILL {point}: {at_kill}")
+            ctl2 = race_controller(ctx, cls, "committed", None)
+            ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "the restarted controller to converge")
+            ctl2.stop()
+        seen = [s.job for _, s in rec.samples if s.job is not None]
+        mirror_times = {(j["metadata"].get("annotations") or {}).get(dl.TERMINAL_TIME_ANNOTATION) for j in seen} - {None}
+        cleanup_times = {(j["metadata"].get("annotations") or {}).get(dl.CLEANUP_AFTER_ANNOTATION) for j in seen} - {None}
+        return {"at_kill": at_kill, "mirror_writes": len(mirror_times), "arm_writes": len(cleanup_times),
+                "unsuspended": rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False)}
+    finally:
+        ctl.stop()
+        ctx.delete_job(name)
+
+
+def scenario_interrupted_mirror(ctx: Context) -> None:
+    ctx.header("Race 4: the controller is killed (SIGKILL) right after the commit, before the mirror")
+    r = interrupted(ctx, "after-commit")
+    ctx.check(r["at_kill"] == {"committed": True, "mirrored": False, "armed": False},
+              "at the kill: committed on the Workload, nothing on the Job")
+    ctx.check(r["mirror_writes"] == 1, "on restart the mirror was written exactly once")
+    ctx.check(r["arm_writes"] == 1, "cleanup was armed exactly once, and the Job was cleaned up")
+    ctx.check(not r["unsuspended"], "the Job was never unsuspended")
+
+
+# ---------------------------------------------------------------------------- 5: soak
+
+@dataclass
+class SoakRun:
+    name: str
+    outcome: str            # admission | timeout | ?
+    violations: list[str]
+    reaction: float | None  # deadline -> committed decision, seconds
+
+
+def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, cls: str) -> SoakRun:
+    name = ctx.new_name("job-soak")
+    key = f"{NS}/{name}"
+    delay = max(0.0, DEADLINE + rng.uniform(-3, 3))
+    pause = rng.choice([0.0, 0.0, rng.uniform(0.1, 3.0)])
+    if pause:
+        hooks.arm(hook_dir, "before-commit", key)
+    violations: list[str] = []
+    with Recorder(ctx, name, None, interval=0.15) as rec:
+        ctx.submit(name, "1x8", duration="3s", deadline=f"{DEADLINE}s",
+                   provreq={"fakeCADelaySeconds": f"{delay:.1f}"}, annotations={CLASS_ANNOTATION: cls})
+        if pause:
+            try:
+                hooks.wait_reached(hook_dir, "before-commit", key, timeout=DEADLINE + 10)
+                time.sleep(pause)
+                hooks.release(hook_dir, "before-commit", key)
+            except TimeoutError:
+                (hook_dir / f"before-commit@{key.replace('/', '_')}.arm").unlink(missing_ok=True)   # admitted first
+
+        def settled():
+            s = rec.samples[-1][1] if rec.samples else None
+            if s is None:
+                return False
+            if s.job is None and rec.job_uid:
+                return "deleted"
+            return s.job is not None and ((s.job.get("status") or {}).get("succeeded") or 0) >= 1 and "succeeded"
+        ctx.wait(settled, 90, f"{name} to settle")
+        time.sleep(1.5)
+        samples = [s for _, s in rec.samples]
+    admitted = any(s.workload and kube.is_true(s.workload, "Admitted") for s in samples)
+    committed = any(s.workload and dl.committed_timeout(s.workload) for s in samples)
+    marked = any(dl.mirrored(s.job) for s in samples)
+    deleted = samples[-1].job is None
+    if admitted and committed:
+        violations.append("both admitted and committed")
+    if admitted and (marked or deleted):
+        violations.append("an admitted job was marked or deleted")
+    if deleted and not committed:
+        violations.append("cleanup deleted a job without a committed timeout")
+    if committed and not marked:
+        violations.append("committed timeout never mirrored")
+    if committed and any(p.get("status", {}).get("phase") == "Running" for s in samples[-3:] for p in s.pods):
+        violations.append("pods of a timed-out job kept running")
+    reaction = None
+    for s in samples:
+        if s.workload and dl.committed_timeout(s.workload) and s.job:
+            t = dl.parse_time(s.workload["metadata"]["annotations"].get(dl.DECISION_TIME_ANNOTATION))
+            d = dl.deadline_of(s.job)
+            if t and d:
+                reaction = (t - d).total_seconds()
+            break
+    if not deleted:
+        ctx.delete_job(name)
+    outcome = "admission" if admitted else ("timeout" if committed else "?")
+    return SoakRun(name, outcome, violations, reaction)
+
+
+def soak(ctx: Context, runs: int, seed: int | None = None) -> list[SoakRun]:
+    rng = random.Random(seed)
+    cls = "soak"
+    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
+    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    results: list[SoakRun] = []
+    try:
+        for i in range(runs):
+            r = soak_one(ctx, ctl, hook_dir, rng, cls)
+            results.append(r)
+            ctx.say(f"  run {i + 1:3}/{runs}: {r.outcome:9} "
+                    f"{'reaction %.2fs' % r.reaction if r.reaction is not None else '':16} "
+                    f"{'VIOLATIONS: ' + '; '.join(r.violations) if r.violations else 'ok'}")
+        ctx.wait_pool_empty(120)
+        leftovers = [x for x in ctx.leftovers() if "soak" in x or x.startswith("Node")]
+        if leftovers:
+            results.append(SoakRun("leftovers", "?", [f"left behind: {', '.join(leftovers)}"], None))
+    finally:
+        ctl.stop()
+    return results
+
+
+def soak_table(results: list[SoakRun]) -> str:
+    import statistics
+    real = [r for r in results if r.name != "leftovers"]
+    reactions = sorted(r.reaction for r in real if r.reaction is not None)
+    p95 = reactions[min(len(reactions) - 1, int(round(0.95 * (len(reactions) - 1))))] if reactions else None
+    rows = [("runs", len(real)), ("admission won", sum(r.outcome == "admission" for r in real)),
+            ("timeout won", sum(r.outcome == "timeout" for r in real)),
+            ("undecided", sum(r.outcome == "?" for r in real)),
+            ("violations", sum(len(r.violations) for r in results)),
+            ("deadline -> commit median", f"{statistics.median(reactions):.2f}s" if reactions else "-"),
+            ("deadline -> commit p95", f"{p95:.2f}s" if p95 is not None else "-")]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"| {k:{w}} | {v} |" for k, v in rows)

@@ -1,0 +1,67 @@
+"""Success path: a 2 × 8-GPU Job stays suspended while quota is reserved and capacity is
+provisioned; both nodes appear together; both pods start together; the pool scales back to 0."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from demo import kube, phases, timeline
+from demo.jobs_cli import follow, run_preflight
+from demo.preflight import Gang
+
+from .harness import NS, Context, Recorder
+
+TITLE = "Success path: a 2 × 8-GPU gang starts only when both nodes exist"
+
+
+def _ts(text: str | None) -> float | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+
+
+def run(ctx: Context) -> None:
+    ctx.header(TITLE)
+
+    ctx.step("Preflight (layer 1): is the profile ProvisioningReady, and can the gang ever fit?")
+    code, lines = run_preflight(ctx.k, "gpu-a100-8", Gang(2, 8), NS)
+    for line in lines:
+        ctx.say(line)
+    ctx.require(code == 0, "preflight passes")
+    ctx.say(phases.pool_line("gpupool", ctx.pool_nodes(), 2))
+    ctx.require(not ctx.pool_nodes(), "the GPU pool starts empty")
+
+    name = ctx.new_name()
+    log, log_path = ctx.event_log("success")
+    with Recorder(ctx, name, log) as rec:
+        ctx.step("Submit a 2 × 8-GPU Job (the cloud needs 5s to find capacity: an injected delay)")
+        ctx.submit(name, "2x8", duration="10s", provreq={"fakeCADelaySeconds": "5"})
+        ctx.step(f"tau-demo watch {name}")
+        view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
+        final = rec.samples[-1][1] if rec.samples else None
+
+    ctx.step("What happened, checked on the objects")
+    ctx.check(view.outcome == "succeeded", "the Job succeeded (2/2 completions)")
+    pods = (final.pods if final else [])
+    used = sorted({p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")})
+    nodes = {n["metadata"]["name"]: n for _, s in rec.samples for n in s.nodes}
+    made = [_ts(nodes[n]["metadata"]["creationTimestamp"]) for n in used if n in nodes]
+    starts = [_ts(p["status"].get("startTime")) for p in pods if p["status"].get("startTime")]
+    ctx.check(len(used) == 2 and len(made) == 2, f"the two pods ran on two new nodes ({', '.join(used)})")
+    if len(made) == 2:
+        ctx.check(abs(made[0] - made[1]) <= 1, f"both nodes were created together ({abs(made[0] - made[1]):.0f}s apart)")
+    unsuspended = rec.first(lambda s: s.job is not None and s.job["spec"].get("suspend") is False)
+    both_nodes = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used) == 2)
+    ctx.check(unsuspended is not None and both_nodes is not None and both_nodes <= unsuspended,
+              "the Job stayed suspended until both nodes existed")
+    if len(starts) == 2 and made:
+        ctx.check(abs(starts[0] - starts[1]) <= 2, f"both pods started together ({abs(starts[0] - starts[1]):.0f}s apart)")
+        ctx.check(min(starts) >= max(made), "neither pod started before both nodes existed")
+    else:
+        ctx.check(False, f"both pods report a start time (got {len(starts)})")
+
+    ctx.step("The pool scales back to 0 once the nodes are unneeded")
+    ctx.wait_pool_empty(120)
+    ctx.say(phases.pool_line("gpupool", ctx.pool_nodes(), 2))
+    ctx.check(not ctx.pool_nodes(), "the pool is back to 0 nodes")
+    ctx.delete_job(name)
+    svg = timeline.write(log_path, log_path.with_suffix(".svg"), TITLE)
+    ctx.say(f"  timeline: {svg}")

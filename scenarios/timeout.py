@@ -1,0 +1,136 @@
+"""Timeout paths: every wait is bounded, one layer at a time.
+
+1. Preflight refuses a gang that can never fit, before anything is created.
+2. The autoscaler's window plus Kueue's retryStrategy: with ValidUntilSeconds honoured the
+   autoscaler reports Failed; Kueue retries with new attempts, then rejects and deactivates.
+3. The admission deadline: the faithful autoscaler ignores ValidUntilSeconds, so nothing
+   bounds the wait at layer 2; the deadline controller commits the timeout on the Workload,
+   mirrors it to the Job, and cleanup removes the Job after its TTL.
+
+Each path ends with quota released, no orphaned ProvisioningRequests, and a smaller job
+admitted afterwards: the queue is not wedged.
+"""
+
+from __future__ import annotations
+
+from demo import deadline as dl
+from demo import kube, timeline
+from demo.jobs_cli import follow, run_preflight
+from demo.preflight import Gang
+
+from .harness import NS, Context, Recorder
+
+TITLE_PREFLIGHT = "Timeout layer 1: preflight refuses a gang that can never fit"
+TITLE_WINDOW = "Timeout layer 2: ValidUntilSeconds (honoured) + Kueue retryStrategy"
+TITLE_DEADLINE = "Timeout layer 3: the admission deadline"
+
+
+def _workload(snap) -> dict | None:
+    return snap.workload if snap else None
+
+
+def quota_released_and_clean(ctx: Context, name: str, rec: Recorder) -> None:
+    """Shared ending: quota released, no ProvisioningRequest left for the job."""
+    def released():
+        snap = rec.samples[-1][1] if rec.samples else None
+        wl = _workload(snap)
+        return wl is None or (not kube.is_true(wl, "QuotaReserved") and not (wl.get("status") or {}).get("admission"))
+    ctx.wait(released, 60, "the quota to be released")
+    ctx.check(True, "quota released (QuotaReserved=False, no admission)")
+    ctx.wait(lambda: not [p for p in ctx.k.list(kube.PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
+             "Kueue to delete the job's ProvisioningRequests")
+    ctx.check(True, "no ProvisioningRequest of the job is left")
+
+
+def smaller_job_admitted(ctx: Context) -> None:
+    ctx.step("A smaller job (1 × 8 GPU) is admitted afterwards: the queue is not wedged")
+    small = ctx.new_name("job-small")
+    ctx.submit(small, "1x8", duration="3s")
+    view = follow(ctx.k, NS, small, "running", timeout=90, out=ctx.out, live=False)
+    ctx.check(view.outcome in ("running", "succeeded"), f"{small} was admitted and runs")
+    ctx.delete_job(small)
+    ctx.wait_pool_empty(120)
+
+
+def preflight_refusal(ctx: Context) -> None:
+    ctx.header(TITLE_PREFLIGHT)
+    ctx.step("tau-demo submit --gang 3x8 on a pool of at most 2 nodes")
+    before = {j["metadata"]["name"] for j in ctx.k.list(kube.JOB, NS)[0]}
+    code, lines = run_preflight(ctx.k, "gpu-a100-8", Gang(3, 8), NS)
+    for line in lines:
+        ctx.say(line)
+    ctx.check(code == 2, "refused at submit time with exit status 2")
+    after = {j["metadata"]["name"] for j in ctx.k.list(kube.JOB, NS)[0]}
+    ctx.check(after == before, "nothing was created")
+    smaller_job_admitted(ctx)
+
+
+def autoscaler_window(ctx: Context) -> None:
+    ctx.header(TITLE_WINDOW)
+    name = ctx.new_name()
+    log, log_path = ctx.event_log("timeout-layer2")
+    with Recorder(ctx, name, log) as rec:
+        ctx.step("Submit a 2 × 8-GPU Job; the cloud is out of stock; ValidUntilSeconds=8 is honoured "
+                 "(fake-ca --honor-valid-until, per request); retryStrategy allows 2 retries")
+        ctx.submit(name, "2x8", provreq={"ValidUntilSeconds": "8", "fakeCAStockout": "true",
+                                         "fakeCAHonorValidUntil": "true"})
+        ctx.step(f"tau-demo watch {name}")
+        view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
+        ctx.step("What happened, checked on the objects")
+        cap = view.phase("Capacity provisioning")
+        ctx.check(view.outcome == "failed" and cap.state == "failed",
+                  f"the watch ends failed at Capacity provisioning: {cap.detail}")
+        attempts = sorted(n.rsplit("-", 1)[-1] for n in rec.provreq_names())
+        ctx.check(attempts == ["1", "2", "3"], f"Kueue made 3 attempts, each a new ProvisioningRequest ({attempts})")
+        wl = rec.samples[-1][1].workload
+        ev = kube.condition(wl, "Evicted") or {}
+        ctx.check((wl or {}).get("spec", {}).get("active") is False and ev.get("reason") == "DeactivatedDueToAdmissionCheck",
+                  f"Kueue rejected and deactivated the Workload (Evicted: {ev.get('reason')})")
+        quota_released_and_clean(ctx, name, rec)
+        ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
+                  "the Job was never unsuspended")
+    ctx.delete_job(name)
+    timeline.write(log_path, log_path.with_suffix(".svg"), TITLE_WINDOW)
+    ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
+    smaller_job_admitted(ctx)
+
+
+def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's --cleanup-ttl") -> None:
+    ctx.header(TITLE_DEADLINE)
+    name = ctx.new_name()
+    log, log_path = ctx.event_log("timeout-layer3")
+    with Recorder(ctx, name, log) as rec:
+        ctx.step("Submit with --deadline 20s; capacity is slow (injected 600s delay) and the autoscaler is "
+                 "faithful: it ignores ValidUntilSeconds=8")
+        ctx.submit(name, "2x8", deadline="20s", provreq={"ValidUntilSeconds": "8", "fakeCADelaySeconds": "600"})
+        ctx.step("At 12s, ValidUntilSeconds has passed and the request still waits: nothing bounds layer 2")
+        ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
+        import time
+        time.sleep(max(0.0, 12 - (time.time() - rec.samples[0][0])))
+        snap = rec.samples[-1][1]
+        ctx.check(bool(snap.provreqs) and not any(kube.is_true(p, "Failed") for p in snap.provreqs),
+                  "the ProvisioningRequest is past ValidUntilSeconds and not Failed")
+        ctx.step(f"tau-demo watch {name}: the deadline controller acts at 20s")
+        rec.mark("deadline")
+        view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
+        cap = view.phase("Capacity provisioning")
+        ctx.check(view.outcome == "failed" and cap.state == "failed",
+                  f"the watch ends failed at Capacity provisioning: {cap.detail}")
+        wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and dl.committed_timeout(w)
+                      and kube.condition(w, "Evicted") and w, 30, "the committed timeout and Kueue's eviction")
+        ctx.check(wl["spec"].get("active") is False and dl.committed_timeout(wl),
+                  "the timeout is committed on the Workload (spec.active=false, admission-decision=timed-out)")
+        ctx.check((kube.condition(wl, "Evicted") or {}).get("reason") == "Deactivated",
+                  "Kueue evicted the Workload with reason Deactivated")
+        quota_released_and_clean(ctx, name, rec)
+        ctx.wait(lambda: rec.ever(lambda s: dl.mirrored(s.job)), 30, "the mirror on the Job")
+        ctx.check(True, "the timeout is mirrored on the Job (terminal-reason=AdmissionTimeout)")
+        ctx.step(f"Cleanup deletes the Job after {cleanup_ttl_hint}")
+        ctx.wait(lambda: rec.job_uid and ctx.k.get_or_none(kube.JOB, name, NS) is None, 120, "cleanup")
+        ctx.check(True, "cleanup deleted the timed-out Job")
+        ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
+                  "the Job was never unsuspended")
+        ctx.check(not ctx.pool_nodes(), "no node was created for it")
+    timeline.write(log_path, log_path.with_suffix(".svg"), TITLE_DEADLINE)
+    ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
+    smaller_job_admitted(ctx)
