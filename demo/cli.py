@@ -7,7 +7,6 @@ usage errors.
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import time
@@ -15,29 +14,9 @@ import time
 import click
 
 from . import cluster, kube, toolchain
+from .cli_util import fail, kube_options  # noqa: F401  (re-exported for plugins)
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
-
-
-def fail(msg: str, code: int = 1):
-    click.secho(f"error: {msg}", fg="red", err=True)
-    sys.exit(code)
-
-
-def kube_options(f):
-    """--kubeconfig/--context on every command that talks to a cluster; defaults to the demo cluster."""
-    @click.option("--kubeconfig", envvar="TAU_DEMO_KUBECONFIG", type=click.Path(dir_okay=False),
-                  help="kubeconfig file [default: the one `tau-demo cluster up` wrote, else $KUBECONFIG]")
-    @click.option("--context", help="kubeconfig context [default: current]")
-    @functools.wraps(f)
-    def wrapper(*args, kubeconfig=None, context=None, **kw):
-        kc = kubeconfig or cluster.default_kubeconfig()
-        try:
-            k = kube.Kube(kc, context)
-        except kube.Unreachable as e:
-            fail(str(e))
-        return f(*args, kube_client=k, kubeconfig=kc, **kw)
-    return wrapper
 
 
 def setup_logging(verbose: bool) -> None:

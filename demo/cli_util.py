@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import signal
+import sys
 import threading
 
 import click
+
+from . import cluster, kube
 
 
 def run_controller(controller, what: str) -> None:
@@ -15,3 +19,24 @@ def run_controller(controller, what: str) -> None:
         signal.signal(sig, lambda *_: stop.set())
     controller.run(stop)
     click.echo(f"{what} stopped", err=True)
+
+
+def fail(msg: str, code: int = 1):
+    click.secho(f"error: {msg}", fg="red", err=True)
+    sys.exit(code)
+
+
+def kube_options(f):
+    """--kubeconfig/--context on every command that talks to a cluster; defaults to the demo cluster."""
+    @click.option("--kubeconfig", envvar="TAU_DEMO_KUBECONFIG", type=click.Path(dir_okay=False),
+                  help="kubeconfig file [default: the one `tau-demo cluster up` wrote, else $KUBECONFIG]")
+    @click.option("--context", help="kubeconfig context [default: current]")
+    @functools.wraps(f)
+    def wrapper(*args, kubeconfig=None, context=None, **kw):
+        kc = kubeconfig or cluster.default_kubeconfig()
+        try:
+            k = kube.Kube(kc, context)
+        except kube.Unreachable as e:
+            fail(str(e))
+        return f(*args, kube_client=k, kubeconfig=kc, **kw)
+    return wrapper

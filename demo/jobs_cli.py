@@ -11,7 +11,7 @@ import click
 import yaml
 
 from . import cluster, kube, observe, phases
-from .cli import fail, kube_options
+from .cli_util import fail, kube_options
 from .deadline import DEADLINE_ANNOTATION, BadDeadline, parse_duration
 from .paths import MANIFESTS
 from .preflight import POOL_TABLE, Gang, GangError, check_gang, check_profile

@@ -167,14 +167,16 @@ def render_svg(events: list[Obj], title: str) -> str:
     out.append(f'<text x="{_num(LABEL_W + plot_w / 2)}" y="{axis_y + 36}" text-anchor="middle" '
                f'fill="#555">seconds since the first event</text>')
 
-    # markers: dashed red verticals labelled at the top
-    for ev in events:
-        if "marker" not in ev:
-            continue
+    # markers: dashed red verticals labelled at the top; close labels alternate between two rows
+    row_end = [float("-inf"), float("-inf")]
+    for ev in sorted((e for e in events if "marker" in e), key=lambda e: float(e["t"])):
         mx = x(float(ev["t"]))
-        out.append(f'<line x1="{_num(mx)}" y1="{TOP - 12}" x2="{_num(mx)}" y2="{axis_y}" '
+        half = 3.6 * len(str(ev["marker"]))            # ~7px per character at this font size
+        row = 0 if mx - half > row_end[0] + 6 else (1 if mx - half > row_end[1] + 6 else 0)
+        row_end[row] = mx + half
+        out.append(f'<line x1="{_num(mx)}" y1="{TOP - 12 - 14 * row}" x2="{_num(mx)}" y2="{axis_y}" '
                    f'stroke="{MARKER_COLOR}" stroke-width="1.5" stroke-dasharray="5,4"/>')
-        out.append(f'<text x="{_num(mx)}" y="{TOP - 16}" text-anchor="middle" fill="{MARKER_COLOR}">'
+        out.append(f'<text x="{_num(mx)}" y="{TOP - 16 - 14 * row}" text-anchor="middle" fill="{MARKER_COLOR}">'
                    f"{_text(ev['marker'])}</text>")
 
     out.append("</svg>")

@@ -55,9 +55,11 @@ def _dur(ctx, param, value):
 @click.option("--as", "as_user", default=None, help=f"impersonate, e.g. {SERVICE_ACCOUNT} (least-privilege check)")
 @click.option("--force", is_flag=True, help="run even if the cluster lacks the demo-cluster marker")
 @click.option("--seed", type=int, default=None, help="seed node names (tests)")
+@click.option("--hook-dir", type=click.Path(file_okay=False), default=None,
+              help="tests only: pause point 'node-created' after each node of a scale-up (see demo/hooks.py)")
 @click.pass_context
 def fake_ca_group(ctx, kubeconfig, context, pools_file, booking, initial_backoff, max_backoff, scale_down_unneeded,
-                  expiry, honor_valid_until, delay, stockout, revoke_after, resync, as_user, force, seed):
+                  expiry, honor_valid_until, delay, stockout, revoke_after, resync, as_user, force, seed, hook_dir):
     """A fake Cluster Autoscaler that answers Kueue's ProvisioningRequests with KWOK GPU nodes.
 
     It behaves like the real Cluster Autoscaler's best-effort-atomic-scale-up and
@@ -82,7 +84,8 @@ def fake_ca_group(ctx, kubeconfig, context, pools_file, booking, initial_backoff
     opts = lifecycle.Options(booking_seconds=booking, initial_backoff=initial_backoff, max_backoff=max_backoff,
                              expiry_seconds=expiry, honor_valid_until=honor_valid_until, delay_seconds=delay,
                              stockout=stockout, revoke_after=revoke_after)
-    ca = FakeCA(k, pools, opts, scale_down_unneeded, resync, rng=random.Random(seed))
+    from demo.hooks import Hooks
+    ca = FakeCA(k, pools, opts, scale_down_unneeded, resync, rng=random.Random(seed), hooks=Hooks(hook_dir))
     try:
         if not force:
             ca.check_demo_cluster()

@@ -35,12 +35,14 @@ def utcnow() -> datetime:
 
 class FakeCA:
     def __init__(self, k: kube.Kube, pools: list[Pool], opts: lifecycle.Options, scale_down_unneeded: float = 10.0,
-                 resync: float = 2.0, clock=utcnow, rng: random.Random | None = None):
+                 resync: float = 2.0, clock=utcnow, rng: random.Random | None = None, hooks=None):
         self.k, self.pools, self.opts = k, pools, opts
         self.unneeded = scale_down_unneeded
         self.resync = resync
         self.now = clock
         self.rng = rng or random.Random()
+        from demo.hooks import Hooks
+        self.hooks = hooks or Hooks(None)
         self.queue = WorkQueue()
         self._provreqs: dict[str, dict] = {}       # key -> last seen
         self._lock = threading.Lock()
@@ -184,6 +186,7 @@ class FakeCA:
                 node["metadata"].setdefault("annotations", {})[lifecycle.BATCH_ANNOTATION] = str(count)
                 self.k.create(kube.NODE, node)
                 created.append(name)
+                self.hooks.reach("node-created", key, node=name, index=len(created), of=count)
         except (kube.ApiError, kube.Unreachable) as e:
             log.warning("provreq %s: creating node %d of %d failed (%s); deleting %s so the scale-up stays atomic",
                         key, len(created) + 1, len(names), e, ", ".join(created) or "nothing")

@@ -45,6 +45,8 @@ class Context:
     runs_dir: Path = REPO / "runs"
     checks: list[Check] = field(default_factory=list)
     started: list["Controller"] = field(default_factory=list)
+    impersonate: bool = False      # run controllers as their least-privilege ServiceAccounts (tests)
+    extra_args: dict = field(default_factory=dict)   # per controller kind, e.g. {"fake-ca": ["--booking", "8s"]}
     name: str = ""
 
     # ------------------------------------------------------------------ telling the story
@@ -160,7 +162,7 @@ class Recorder:
             if snap.job is not None and self.job_uid is None:
                 self.job_uid = snap.job["metadata"]["uid"]
             self.samples.append((time.time(), snap))
-            if self.log is not None:
+            if self.log is not None and self.job_uid is not None:   # the story starts when the Job exists
                 self.log.record_all(snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes))
             self.stop_ev.wait(self.interval)
 
@@ -180,6 +182,17 @@ class Recorder:
 
 
 # ---------------------------------------------------------------------------- controllers
+
+SERVICE_ACCOUNTS = {"fake-ca": "system:serviceaccount:tau-demo-system:fake-ca",
+                    "deadline": "system:serviceaccount:tau-demo-system:deadline"}
+
+
+def controller_args(ctx: "Context", args: list[str]) -> list[str]:
+    out = list(args) + list(ctx.extra_args.get(args[0], []))
+    if ctx.impersonate:
+        out += ["--as", SERVICE_ACCOUNTS[args[0]]]
+    return out
+
 
 @dataclass
 class Controller:
@@ -221,7 +234,7 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str) -> 
         ctx.say(f"  {label}: already running (Lease tau-demo-system/{lease} is fresh); using it")
         return None
     d = controllers_dir()
-    c = Controller(lease, args, d / f"{lease}.pid", d / f"{lease}.log")
+    c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
     ctx.wait(lambda: heartbeat.alive(ctx.k, lease) or (procs.read_pid(c.pidfile) is None and "dead"), 30,
@@ -235,7 +248,7 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str) -> 
 def start_private(ctx: Context, lease: str, args: list[str], label: str) -> Controller:
     """A controller instance of the scenario's own (race instances): always freshly started."""
     d = controllers_dir()
-    c = Controller(lease, args, d / f"{lease}.pid", d / f"{lease}.log")
+    c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
     c.stop()
     c.logfile.unlink(missing_ok=True)
     c.start(ctx.kubeconfig)

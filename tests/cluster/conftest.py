@@ -95,3 +95,30 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.p.kill()
         self.fh.close()
+
+
+HOOK_DIR = Path(os.environ.get("TAU_DEMO_STATE", "/tmp")) / "fake-ca-hooks"
+
+
+@pytest.fixture(scope="session")
+def ctx(k, kubeconfig):
+    """A scenario context whose controllers run as their least-privilege ServiceAccounts.
+    The session's fake autoscaler books for 8s (not 60s) so booking expiry is testable."""
+    from scenarios.harness import Context, ensure_controller, stop_started
+    HOOK_DIR.mkdir(parents=True, exist_ok=True)
+    c = Context(k, kubeconfig, auto=True, out=sys.stdout, impersonate=True,
+                runs_dir=Path(os.environ["TAU_DEMO_STATE"]) / "runs",
+                extra_args={"fake-ca": ["--booking", "8s", "--hook-dir", str(HOOK_DIR)]})
+    ensure_controller(c, "fake-ca", ["fake-ca"], "fake autoscaler")
+    ensure_controller(c, "deadline-default", ["deadline", "--cleanup-ttl", "10s"], "deadline controller")
+    yield c
+    stop_started(c)
+
+
+@pytest.fixture
+def clean(ctx):
+    """Each test starts and must end with nothing left in the demo namespace and an empty pool."""
+    assert ctx.leftovers() == [], "a previous test left objects behind"
+    yield ctx
+    ctx.wait_pool_empty(120)
+    assert ctx.leftovers() == []

@@ -1,0 +1,189 @@
+"""The fake autoscaler against real Kueue, running as its own ServiceAccount."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+
+from demo import heartbeat, hooks, kube
+from fake_ca import conditions as C
+from fake_ca.pools import PROVREQ_UID_ANNOTATION
+from scenarios.harness import NS, SERVICE_ACCOUNTS
+from tests.cluster.conftest import HOOK_DIR, wait_for
+
+BEA = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+
+
+def template(name, gpus=8, namespace=NS, tolerate=True, selector=True):
+    spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x",
+                                                      "resources": {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}
+    if selector:
+        spec["nodeSelector"] = {"agentpool": "gpupool"}
+    if tolerate:
+        spec["tolerations"] = [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name, "namespace": namespace},
+            "template": {"spec": spec}}
+
+
+def provreq(name, tmpl, count, cls=BEA, params=None):
+    return {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"provisioningClassName": cls, "parameters": params or {},
+                     "podSets": [{"podTemplateRef": {"name": tmpl}, "count": count}]}}
+
+
+@pytest.fixture
+def by_hand(clean, k, unique):
+    """ProvisioningRequests created by hand (not by Kueue); cleaned up afterwards."""
+    made = []
+
+    def make(count, gpus=8, cls=BEA, params=None, with_template=True, **tkw):
+        name = f"hand-{unique}-{len(made)}"
+        if with_template:
+            k.create(kube.POD_TEMPLATE, template(f"{name}-t", gpus, **tkw), NS)
+        pr = k.create(kube.PROVREQ, provreq(name, f"{name}-t", count, cls, params), NS)
+        made.append(name)
+        return pr
+    yield make
+    for name in made:
+        k.delete(kube.PROVREQ, name, NS)
+        k.delete(kube.POD_TEMPLATE, f"{name}-t", NS)
+
+
+def cond(k, name):
+    pr = k.get_or_none(kube.PROVREQ, name, NS) or {}
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in (pr.get("status") or {}).get("conditions") or []}
+
+
+def nodes_of(k, uid):
+    return [n for n in k.list(kube.NODE)[0] if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
+
+
+def test_gang_gets_exactly_two_nodes_created_together_and_is_admitted(clean):
+    name = clean.new_name()
+    clean.submit(name, "2x8", duration="3s")
+    wl = clean.wait(lambda: (w := clean.k.list(kube.WORKLOAD, NS)[0]) and kube.is_true(w[0], "Admitted") and w[0],
+                    60, "Admitted")
+    prs = [p for p in clean.k.list(kube.PROVREQ, NS)[0] if p["metadata"]["name"].startswith(wl["metadata"]["name"])]
+    assert len(prs) == 1
+    cs = {c["type"]: c for c in prs[0]["status"]["conditions"]}
+    assert cs["Accepted"]["reason"] == "Accepted"
+    assert cs["Provisioned"]["status"] == "True" and cs["Provisioned"]["reason"] == "CapacityIsProvisioned"
+    nodes = nodes_of(clean.k, prs[0]["metadata"]["uid"])
+    assert len(nodes) == 2
+    made = sorted(datetime.fromisoformat(n["metadata"]["creationTimestamp"].replace("Z", "+00:00")) for n in nodes)
+    assert (made[1] - made[0]).total_seconds() <= 1
+    assert all(n["metadata"]["name"].startswith("aks-gpupool-vmss") and len(n["metadata"]["name"]) == 22 for n in nodes)
+    clean.wait(lambda: kube.is_true(clean.k.get(kube.JOB, name, NS), "Complete"), 60, "Complete")
+    clean.delete_job(name)
+    clean.wait_pool_empty(60)      # the pool returns to 0 after the Job ends
+
+
+def test_request_over_the_pools_max_creates_zero_nodes(by_hand, k):
+    pr = by_hand(3)
+    wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned"), 30, what="Provisioned condition")
+    c = cond(k, pr["metadata"]["name"])
+    assert c["Provisioned"][:2] == ("False", "CapacityIsNotFound")
+    assert c["Accepted"][:2] == ("True", "Accepted")
+    assert "Failed" not in c
+    time.sleep(2)
+    assert nodes_of(k, pr["metadata"]["uid"]) == []
+
+
+def test_booking_expires_then_the_node_goes(by_hand, k):
+    pr = by_hand(1)
+    name = pr["metadata"]["name"]
+    wait_for(lambda: cond(k, name).get("Provisioned", ("",))[0] == "True", 30, what="Provisioned=True")
+    assert len(nodes_of(k, pr["metadata"]["uid"])) == 1
+    wait_for(lambda: cond(k, name).get("BookingExpired"), 30, what="BookingExpired")
+    c = cond(k, name)
+    assert c["BookingExpired"] == ("True", "CapacityReservationTimeExpired", "Capacity reservation time is expired")
+    assert c["Provisioned"][0] == "True"
+    wait_for(lambda: not nodes_of(k, pr["metadata"]["uid"]), 40, what="the unneeded node to be deleted")
+
+
+@pytest.mark.parametrize("case", ["unknown-class", "missing-template", "absurd-request", "bad-parameters",
+                                  "template-in-another-namespace"])
+def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller(by_hand, k, case):
+    if case == "unknown-class":
+        pr = by_hand(1, cls="queued-provisioning.gke.io")
+    elif case == "missing-template":
+        pr = by_hand(1, with_template=False)
+    elif case == "absurd-request":
+        pr = by_hand(1, gpus="1e30")
+    elif case == "bad-parameters":
+        pr = by_hand(1, params={"fakeCADelaySeconds": "soon"})
+    else:
+        k.create(kube.POD_TEMPLATE, template("elsewhere-t", namespace="default"), "default")
+        try:
+            pr = k.create(kube.PROVREQ, provreq("hand-elsewhere", "elsewhere-t", 1), NS)
+        finally:
+            k.delete(kube.POD_TEMPLATE, "elsewhere-t", "default")
+    name = pr["metadata"]["name"]
+    try:
+        if case == "unknown-class":
+            time.sleep(3)
+            assert cond(k, name) == {}, "an unsupported class must be left untouched"
+        else:
+            wait_for(lambda: cond(k, name).get("Failed"), 30, what="Failed")
+            status, reason, message = cond(k, name)["Failed"]
+            assert status == "True"
+            expected = {"missing-template": ("FailedToCreatePods", "missing pod templates"),
+                        "template-in-another-namespace": ("FailedToCreatePods", "missing pod templates"),
+                        "absurd-request": ("FailedToCreatePods", "nvidia.com/gpu"),
+                        "bad-parameters": ("FailedToCreatePods", "fakeCADelaySeconds")}[case]
+            assert reason == expected[0] and expected[1] in message, (reason, message)
+        assert nodes_of(k, pr["metadata"]["uid"]) == []
+        assert heartbeat.alive(k, "fake-ca"), "the controller must survive malformed input"
+    finally:
+        k.delete(kube.PROVREQ, name, NS)
+
+
+def test_kill_9_mid_scale_up_leaves_exactly_the_right_nodes(clean, by_hand, k):
+    fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+    # the injected 2s delay leaves time to arm the pause after the first node of the two
+    pr = by_hand(2, params={"fakeCADelaySeconds": "2"})
+    key = f"{NS}/{pr['metadata']['name']}"
+    hooks.arm(HOOK_DIR, "node-created", key)
+    info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=30)
+    assert info["index"] == 1 and info["of"] == 2
+    partial = [n["metadata"]["name"] for n in nodes_of(k, pr["metadata"]["uid"])]
+    assert partial == [info["node"]]
+    fake_ca.kill9()
+    fake_ca.start(clean.kubeconfig)       # restart, same flags, no hook armed
+    wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned", ("",))[0] == "True", 60,
+             what="Provisioned=True after the restart")
+    final = sorted(n["metadata"]["name"] for n in nodes_of(k, pr["metadata"]["uid"])
+                   if not n["metadata"].get("deletionTimestamp"))
+    assert len(final) == 2, final
+    assert info["node"] not in final, "the half-made scale-up is rolled back, then redone whole"
+    pool = [n for n in k.list(kube.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
+            and not n["metadata"].get("deletionTimestamp")]
+    assert len(pool) == 2, "no duplicate or leaked nodes"
+    clean.wait(lambda: heartbeat.alive(k, "fake-ca"), 30, "fake-ca heartbeat")
+
+
+def test_controllers_run_with_least_privilege(k):
+    review = kube.Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False)
+
+    def can(user, verb, resource, group="", namespace=None, sub=None):
+        attrs = {"verb": verb, "resource": resource, "group": group}
+        if namespace:
+            attrs["namespace"] = namespace
+        if sub:
+            attrs["subresource"] = sub
+        out = k.create(review, {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+                                         "resourceAttributes": attrs}})
+        return out["status"].get("allowed", False)
+
+    ca, dl = SERVICE_ACCOUNTS["fake-ca"], SERVICE_ACCOUNTS["deadline"]
+    assert can(ca, "create", "nodes") and can(ca, "patch", "provisioningrequests", "autoscaling.x-k8s.io", NS, "status")
+    assert not can(ca, "delete", "jobs", "batch", NS)
+    assert not can(ca, "patch", "workloads", "kueue.x-k8s.io", NS)
+    assert can(dl, "patch", "workloads", "kueue.x-k8s.io", NS) and can(dl, "delete", "jobs", "batch", NS)
+    assert not can(dl, "create", "nodes") and not can(dl, "patch", "provisioningrequests", "autoscaling.x-k8s.io", NS)
+    # and the controllers in this session actually run under those identities (see the ctx fixture)
+    assert heartbeat.alive(k, "fake-ca") and heartbeat.alive(k, "deadline-default")
