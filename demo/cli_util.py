@@ -34,9 +34,19 @@ def kube_options(f):
     @functools.wraps(f)
     def wrapper(*args, kubeconfig=None, context=None, **kw):
         kc = kubeconfig or cluster.default_kubeconfig()
-        try:
-            k = kube.Kube(kc, context)
-        except kube.Unreachable as e:
-            fail(str(e))
-        return f(*args, kube_client=k, kubeconfig=kc, **kw)
+        return f(*args, kube_client=LazyKube(kc, context), kubeconfig=kc, **kw)
     return wrapper
+
+
+class LazyKube:
+    """Connects on first use, so commands that need no cluster (submit --dry-run) work without one.
+    A kubeconfig that cannot be loaded raises kube.Unreachable at that first use."""
+
+    def __init__(self, kubeconfig: str | None, context: str | None):
+        self._args = (kubeconfig, context)
+        self._k: kube.Kube | None = None
+
+    def __getattr__(self, name):
+        if self._k is None:
+            self._k = kube.Kube(*self._args)
+        return getattr(self._k, name)

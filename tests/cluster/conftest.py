@@ -111,8 +111,27 @@ def ctx(k, kubeconfig):
                 extra_args={"fake-ca": ["--booking", "8s", "--hook-dir", str(HOOK_DIR)]})
     ensure_controller(c, "fake-ca", ["fake-ca"], "fake autoscaler")
     ensure_controller(c, "deadline-default", ["deadline", "--cleanup-ttl", "10s"], "deadline controller")
+    SESSION_CTX.append(c)
     yield c
+    SESSION_CTX.clear()
     stop_started(c)
+
+
+SESSION_CTX: list = []
+
+
+@pytest.fixture
+def no_autoscaler(k):
+    """For tests that play the autoscaler by hand: the session's fake-ca is stopped meanwhile."""
+    from demo import heartbeat
+    paused = [c for ctx_ in SESSION_CTX for c in ctx_.started if c.lease == "fake-ca"]
+    for c in paused:
+        c.stop()
+    wait_for(lambda: not heartbeat.alive(k, "fake-ca"), 30, what="no fake-ca heartbeat")
+    yield
+    for c in paused:
+        c.start(SESSION_CTX[0].kubeconfig)
+        wait_for(lambda: heartbeat.alive(k, "fake-ca"), 30, what="fake-ca back")
 
 
 @pytest.fixture

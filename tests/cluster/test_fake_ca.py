@@ -165,7 +165,7 @@ def test_kill_9_mid_scale_up_leaves_exactly_the_right_nodes(clean, by_hand, k):
     clean.wait(lambda: heartbeat.alive(k, "fake-ca"), 30, "fake-ca heartbeat")
 
 
-def test_controllers_run_with_least_privilege(k):
+def test_controllers_run_with_least_privilege(k, ctx):
     review = kube.Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False)
 
     def can(user, verb, resource, group="", namespace=None, sub=None):

@@ -30,7 +30,7 @@ def workload_of(k, job):
     return wls[0] if wls else None
 
 
-def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique):
+def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscaler):
     name = f"found-{unique}"
     job = k.create(kube.JOB, gpu_job(name), NS)
     # 1. Kueue's mutating webhook suspended a Job created unsuspended

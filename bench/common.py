@@ -1,0 +1,14 @@
+"""Shared helpers for the benchmarks (run with the project's .venv python from the repo root)."""
+
+from __future__ import annotations
+
+import statistics
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def p95(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))] if xs else float("nan")

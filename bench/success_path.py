@@ -1,0 +1,55 @@
+"""The success path on the kwok backend with zero provisioning delay: submit -> both pods
+Running, median of N, broken down by phase.  Needs `tau-demo cluster up` and a running
+fake-ca (`tau-demo fake-ca`).
+
+    .venv/bin/python bench/success_path.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import median  # noqa: E402
+
+from demo import cluster, heartbeat, kube, observe  # noqa: E402
+from scenarios.harness import Context  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--runs", type=int, default=5)
+a = ap.parse_args()
+kc = cluster.default_kubeconfig()
+k = kube.Kube(kc)
+if not heartbeat.alive(k, "fake-ca"):
+    sys.exit("start `tau-demo fake-ca` first")
+ctx = Context(k, kc, out=open("/dev/null", "w"))
+PHASES = ("quota reserved", "provisioned", "admitted", "unsuspended", "both pods Running")
+rows = []
+for i in range(a.runs):
+    ctx.wait_pool_empty(120)
+    name = ctx.new_name("job-bench")
+    t0 = time.monotonic()
+    ctx.submit(name, "2x8", duration="30s")
+    marks: dict[str, float] = {}
+    while "both pods Running" not in marks:
+        s = observe.snapshot(k, "demo", name)
+        now = time.monotonic() - t0
+        wl = s.workload
+        if wl and kube.is_true(wl, "QuotaReserved"):
+            marks.setdefault("quota reserved", now)
+        if any(kube.is_true(p, "Provisioned") for p in s.provreqs):
+            marks.setdefault("provisioned", now)
+        if wl and kube.is_true(wl, "Admitted"):
+            marks.setdefault("admitted", now)
+        if s.job and s.job["spec"].get("suspend") is False:
+            marks.setdefault("unsuspended", now)
+        if sum(1 for p in s.pods if p["status"].get("phase") == "Running") == 2:
+            marks.setdefault("both pods Running", now)
+        time.sleep(0.05)
+    rows.append(marks)
+    print(f"run {i + 1}: " + ", ".join(f"{p} {marks.get(p, float('nan')):.2f}s" for p in PHASES), flush=True)
+    ctx.delete_job(name)
+print("median since submit: " + ", ".join(f"{p} {median([r[p] for r in rows if p in r]):.2f}s" for p in PHASES))
