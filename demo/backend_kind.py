@@ -15,7 +15,6 @@ import yaml
 
 from . import cluster, kube, toolchain, versions
 from .cluster import ClusterError, State
-from .paths import MANIFESTS
 
 KUEUE_DEV_IMAGE_PREFIX = "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue"
 
@@ -60,12 +59,7 @@ def up(name: str) -> State:
     cluster.apply_docs(kc, kueue_release_docs(), "Kueue's release manifests")
     cluster.kubectl(kc, "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=5m")
     cluster.apply_docs(kc, cluster.load_manifest(toolchain.share_path(toolchain.KWOK, "kwok-in-cluster.yaml")), "kwok")
-    stages = toolchain.KWOK.share_dir / "stages"
-    docs = []
-    for f in ("node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml"):
-        docs += cluster.load_manifest(stages / f)
-    docs += cluster.load_manifest(MANIFESTS / "kwok" / "pod-complete.yaml")
-    cluster.apply_docs(kc, docs, "kwok stages")
+    cluster.apply_docs(kc, cluster.kwok_stage_docs(), "kwok stages")
     cluster.install_demo_objects(kc, "kind")
     cluster.wait_kueue_objects(k)
     return st

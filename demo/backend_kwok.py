@@ -18,7 +18,6 @@ import yaml
 
 from . import cluster, kube, kueue_install, procs, toolchain, versions
 from .cluster import ClusterError, State
-from .paths import MANIFESTS
 
 # Kueue v0.19.2 hard-codes these paths when internal cert management is off (kueue notes §4).
 KUEUE_FIXED_CERT_DIRS = (Path("/etc/kueue/metrics/certs"),)
@@ -57,11 +56,7 @@ def kwokctl_config(apiserver_port: int) -> list[dict]:
         "componentsPatches": [{"name": "kube-apiserver",
                                "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}]}],
     }]
-    stages = toolchain.KWOK.share_dir / "stages"
-    for f in ("node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml"):
-        docs += cluster.load_manifest(stages / f)
-    docs += cluster.load_manifest(MANIFESTS / "kwok" / "pod-complete.yaml")
-    return docs
+    return docs + cluster.kwok_stage_docs()
 
 
 def _kwokctl(st: State, *args: str, check: bool = True, timeout: float = 600):

@@ -122,6 +122,19 @@ def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MA
     apply_docs(kubeconfig, [marker], "the demo-cluster marker")
 
 
+KWOK_UPSTREAM_STAGES = ("node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml")
+
+
+def kwok_stage_docs() -> list[dict]:
+    """Every KWOK Stage the demo uses: upstream's fast node/pod stages (from the kwok module) plus our
+    pod-complete with a per-pod delay.  Supplying any Stage drops kwok's defaults, so all are listed."""
+    stages = toolchain.KWOK.share_dir / "stages"
+    docs: list[dict] = []
+    for f in KWOK_UPSTREAM_STAGES:
+        docs += load_manifest(stages / f)
+    return docs + load_manifest(MANIFESTS / "kwok" / "pod-complete.yaml")
+
+
 def wait_kueue_objects(k: kube.Kube, timeout: float = 90) -> None:
     """The AdmissionCheck must be Active (its ProvisioningRequestConfig resolved) and the ClusterQueue Active."""
     deadline = time.monotonic() + timeout

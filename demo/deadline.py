@@ -133,6 +133,17 @@ class Decision:
     resource_version: str | None = None
 
 
+def _deadline_or_none(job: dict) -> "datetime | Decision":
+    """The job's absolute deadline, or the no-action Decision that explains why there is none."""
+    try:
+        deadline = deadline_of(job)
+    except BadDeadline as e:
+        return Decision("none", f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
+    if deadline is None:
+        return Decision("none", "no admission deadline")
+    return deadline
+
+
 def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decision:
     """Step 1: the admission-versus-timeout decision, committed on the Workload only."""
     if job is None:
@@ -144,12 +155,9 @@ def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decisio
         return Decision("none", "timeout already committed on the Workload")
     if admitted(wl):
         return Decision("none", f"Workload rv {rv} is Admitted: admission won, no action")
-    try:
-        deadline = deadline_of(job)
-    except BadDeadline as e:
-        return Decision("none", f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
-    if deadline is None:
-        return Decision("none", "no admission deadline")
+    deadline = _deadline_or_none(job)
+    if isinstance(deadline, Decision):
+        return deadline
     if (wl.get("spec") or {}).get("active") is False:
         return Decision("none", f"Workload rv {rv} was deactivated by someone else; no action")
     left = (deadline - now).total_seconds()
@@ -200,12 +208,9 @@ def decide_legacy(job: dict | None, wl: dict | None, now: datetime) -> Decision:
         return Decision("delete", f"LEGACY: TTL expired; deleting the Job (its Workload is {state})")
     if admitted(wl):
         return Decision("none", "Workload is Admitted")
-    try:
-        deadline = deadline_of(job)
-    except BadDeadline as e:
-        return Decision("none", f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
-    if deadline is None:
-        return Decision("none", "no admission deadline")
+    deadline = _deadline_or_none(job)
+    if isinstance(deadline, Decision):
+        return deadline
     left = (deadline - now).total_seconds()
     if left > 0:
         return Decision("wait", f"deadline in {left:.1f}s", after=left)

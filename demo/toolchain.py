@@ -73,8 +73,9 @@ KWOK = Component("kwok", versions.KWOK, ("kwok", "kwokctl"),
 KUEUE = Component("kueue", versions.KUEUE, ("kueue",), ("kueue-manifests.yaml",))
 PROVREQ_CRD = Component("autoscaler-apis", versions.AUTOSCALER_APIS, (), ("provisioningrequests.yaml",))
 KIND = Component("kind", versions.KIND, ("kind",), docker_only=True)
+ACTIONLINT = Component("actionlint", versions.ACTIONLINT, ("actionlint",))
 
-COMPONENTS = (KWOK, ETCD, KUBERNETES, KUEUE, PROVREQ_CRD, KIND)
+COMPONENTS = (KWOK, ETCD, KUBERNETES, KUEUE, PROVREQ_CRD, KIND, ACTIONLINT)
 
 
 # ---------------------------------------------------------------------------- versions
@@ -333,12 +334,22 @@ def build_kind(p: Progress) -> None:
     _install_outputs(partial, c.bin_dir, c.binaries)
 
 
+def build_actionlint(p: Progress) -> None:
+    c = ACTIONLINT
+    partial = _partial(c)
+    p.run(f"building actionlint {c.version}",
+          ["go", "install", "-trimpath", "-ldflags=-s -w", f"github.com/rhysd/actionlint/cmd/actionlint@{c.version}"],
+          env=go_env() | {"GOBIN": str(partial)})
+    _install_outputs(partial, c.bin_dir, c.binaries)
+
+
 BUILDERS: dict[str, Callable[[Progress], None]] = {
     "kwok": build_kwok, "etcd": build_etcd, "kubernetes": build_kubernetes,
     "kueue": build_kueue, "autoscaler-apis": build_provreq_crd, "kind": build_kind,
+    "actionlint": build_actionlint,
 }
 # kubectl renders the other components' manifests, so kubernetes comes before kwok and kueue
-BUILD_ORDER = ("etcd", "kubernetes", "kwok", "autoscaler-apis", "kueue", "kind")
+BUILD_ORDER = ("etcd", "kubernetes", "kwok", "autoscaler-apis", "kueue", "actionlint", "kind")
 
 
 def ensure(include_kind: bool = False, progress: Progress | None = None) -> list[str]:

@@ -21,4 +21,6 @@ KIND_NODE_IMAGE = "kindest/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e5
 KUEUE_IMAGE = f"registry.k8s.io/kueue/kueue:{KUEUE}"
 KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK}"
 
+ACTIONLINT = "v1.7.12"       # lints .github/workflows (the kind smoke workflow) in the unit tests
+
 GO_MIN = (1, 26)
