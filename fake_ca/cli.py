@@ -101,9 +101,6 @@ def fake_ca_group(ctx, kubeconfig, context, pools_file, booking, initial_backoff
 
 
 def register(main: click.Group) -> None:
-    try:
-        from .explain import explain
-        fake_ca_group.add_command(explain)
-    except ImportError:
-        pass
+    from .explain import explain
+    fake_ca_group.add_command(explain)
     main.add_command(fake_ca_group)

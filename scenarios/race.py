@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from demo import deadline as dl
-from demo import hooks, kube, timeline
+from demo import hooks, kube, observe, timeline
 from demo.deadline_controller import CLASS_ANNOTATION
 
 from .harness import NS, Context, Controller, Recorder, start_private
@@ -74,7 +74,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
-            snap = rec.samples[-1][1]
+            snap = observe.snapshot(ctx.k, NS, name)
             ctx.check(snap.workload is not None and kube.is_true(snap.workload, "QuotaReserved")
                       and not kube.is_true(snap.workload, "Admitted"),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
@@ -204,8 +204,8 @@ def interrupted(ctx: Context, point: str) -> dict:
                        annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, point, key, timeout=60)
             ctl.kill9()
-            job = ctx.k.get(kube.JOB, name, NS)
-            wl = rec.samples[-1][1].workload
+            live = observe.snapshot(ctx.k, NS, name)          # read now, not the recorder's last sample
+            job, wl = live.job, live.workload
             at_kill = {"committed": dl.committed_timeout(wl), "mirrored": dl.mirrored(job),
                        "armed": dl.cleanup_after(job) is not None}
             ctx.say(f"  killed with SIGKILL {point}: {at_kill}")
