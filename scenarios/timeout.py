@@ -18,7 +18,7 @@ from demo import kube, timeline
 from demo.jobs_cli import follow, run_preflight
 from demo.preflight import Gang
 
-from .harness import NS, Context, Recorder
+from .harness import NS, Context, Recorder, ScenarioFailed
 
 TITLE_PREFLIGHT = "Timeout layer 1: preflight refuses a gang that can never fit"
 TITLE_WINDOW = "Timeout layer 2: ValidUntilSeconds (honoured) + Kueue retryStrategy"
@@ -82,10 +82,16 @@ def autoscaler_window(ctx: Context) -> None:
                   f"the watch ends failed at Capacity provisioning: {cap.detail}")
         attempts = sorted(n.rsplit("-", 1)[-1] for n in rec.provreq_names())
         ctx.check(attempts == ["1", "2", "3"], f"Kueue made 3 attempts, each a new ProvisioningRequest ({attempts})")
-        wl = rec.samples[-1][1].workload
-        ev = kube.condition(wl, "Evicted") or {}
-        ctx.check((wl or {}).get("spec", {}).get("active") is False and ev.get("reason") == "DeactivatedDueToAdmissionCheck",
-                  f"Kueue rejected and deactivated the Workload (Evicted: {ev.get('reason')})")
+        def deactivated():   # judge the final state: Kueue's eviction lands shortly after Rejected
+            wl = rec.samples[-1][1].workload
+            ev = kube.condition(wl, "Evicted") or {}
+            return (wl or {}).get("spec", {}).get("active") is False and ev.get("status") == "True" \
+                and ev.get("reason") == "DeactivatedDueToAdmissionCheck" and ev
+        try:
+            ev = ctx.wait(deactivated, 30, "Kueue to deactivate the Workload")
+        except ScenarioFailed:
+            ev = {}
+        ctx.check(bool(ev), f"Kueue rejected and deactivated the Workload (Evicted: {ev.get('reason')})")
         quota_released_and_clean(ctx, name, rec)
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
                   "the Job was never unsuspended")
