@@ -166,9 +166,9 @@ class Recorder:
                 self.log.record_all(snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes))
             self.stop_ev.wait(self.interval)
 
-    def mark(self, label: str) -> None:
+    def mark(self, label: str, t: float | None = None) -> None:
         if self.log is not None:
-            self.log.mark(label)
+            self.log.mark(label, t=t)
 
     # facts over the samples
     def ever(self, pred) -> bool:

@@ -117,7 +117,9 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.check(bool(snap.provreqs) and not any(kube.is_true(p, "Failed") for p in snap.provreqs),
                   "the ProvisioningRequest is past ValidUntilSeconds and not Failed")
         ctx.step(f"tau-demo watch {name}: the deadline controller acts at 20s")
-        rec.mark("deadline")
+        created = dl.parse_time(snap.job["metadata"]["creationTimestamp"]).timestamp()
+        rec.mark("ValidUntilSeconds (ignored)", t=created + 8)
+        rec.mark("deadline", t=created + 20)
         view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
         cap = view.phase("Capacity provisioning")
         ctx.check(view.outcome == "failed" and cap.state == "failed",

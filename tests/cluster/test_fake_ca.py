@@ -187,3 +187,68 @@ def test_controllers_run_with_least_privilege(k, ctx):
     assert not can(dl, "create", "nodes") and not can(dl, "patch", "provisioningrequests", "autoscaling.x-k8s.io", NS)
     # and the controllers in this session actually run under those identities (see the ctx fixture)
     assert heartbeat.alive(k, "fake-ca") and heartbeat.alive(k, "deadline-default")
+
+
+def test_topology_domain_is_chosen_published_and_enforced_through_kueue(clean):
+    """Design §10: the pod-template label asks for one domain; the autoscaler places all new nodes in
+    one rack, publishes it in provisioningClassDetails, and Kueue's podSetUpdates pins the pods there."""
+    from demo.jobs_cli import render_job
+    from demo.preflight import Gang
+    from demo import cluster as cl
+    from demo.paths import MANIFESTS
+    name = clean.new_name()
+    job = render_job(cl.load_manifest(MANIFESTS / "gpu-job.yaml")[0], name, NS, "gpu-a100-8", Gang(2, 8), "3s",
+                     None, {})
+    job["spec"]["template"]["metadata"].setdefault("labels", {})["topology.tau-demo.io/level"] = "domain"
+    clean.k.create(kube.JOB, job, NS)
+    pods = clean.wait(lambda: (p := clean.k.list(kube.POD, NS, label_selector=f"job-name={name}")[0])
+                      and len(p) == 2 and all(x["spec"].get("nodeName") for x in p) and p, 60, "2 scheduled pods")
+    prs = [p for p in clean.k.list(kube.PROVREQ, NS)[0] if name in p["metadata"]["name"]]
+    domain = prs[0]["status"]["provisioningClassDetails"]["topology-domain"]
+    assert domain == "rack-a"
+    nodes = {n["metadata"]["name"]: n for n in clean.k.list(kube.NODE)[0]}
+    for p in pods:
+        assert p["spec"]["nodeSelector"]["topology.tau-demo.io/domain"] == domain, "Kueue's podSetUpdates pinned it"
+        assert nodes[p["spec"]["nodeName"]]["metadata"]["labels"]["topology.tau-demo.io/domain"] == domain
+    clean.delete_job(name)
+
+
+def test_injected_revocation_makes_kueue_evict_the_admitted_workload(clean):
+    name = clean.new_name()
+    clean.submit(name, "1x8", duration="60s", provreq={"fakeCARevokeAfterSeconds": "3"})
+    wl = clean.wait(lambda: (w := clean.k.list(kube.WORKLOAD, NS)[0]) and kube.is_true(w[0], "Admitted") and w[0],
+                    60, "Admitted")
+    pr_name = f"{wl['metadata']['name']}-gpu-provisioning-1"
+    clean.wait(lambda: "CapacityRevoked" in cond(clean.k, pr_name) or
+               not clean.k.get_or_none(kube.PROVREQ, pr_name, NS), 30, "CapacityRevoked")
+    w = clean.wait(lambda: (x := clean.k.get(kube.WORKLOAD, wl["metadata"]["name"], NS))
+                   and (kube.condition(x, "Evicted") or {}).get("reason") == "DeactivatedDueToAdmissionCheck" and x,
+                   60, "Kueue to deactivate the revoked workload")
+    assert w["spec"]["active"] is False
+    clean.wait(lambda: clean.k.get(kube.JOB, name, NS)["spec"].get("suspend") is True, 60, "the Job suspended again")
+    clean.delete_job(name)
+
+
+def test_check_capacity_never_scales_up(by_hand, k):
+    pr = by_hand(1, cls="check-capacity.autoscaling.x-k8s.io")
+    wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned"), 30, what="Provisioned condition")
+    assert cond(k, pr["metadata"]["name"])["Provisioned"][:2] == ("False", "CapacityIsNotFound")
+    time.sleep(2)
+    assert nodes_of(k, pr["metadata"]["uid"]) == []
+
+
+def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
+    import subprocess
+    import sys
+    from tests.cluster.conftest import REPO
+    marker = k.get(kube.CONFIG_MAP, "tau-demo-cluster", "kube-system")
+    k.delete(kube.CONFIG_MAP, "tau-demo-cluster", "kube-system")
+    try:
+        r = subprocess.run([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kubeconfig], cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        for f in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+            marker["metadata"].pop(f, None)
+        k.create(kube.CONFIG_MAP, marker, "kube-system")
+    assert r.returncode == 1
+    assert "was not created by `tau-demo cluster up`" in r.stderr and "--force" in r.stderr
