@@ -138,7 +138,11 @@ def _provreq_state(workload: Obj | None, provreqs: list[Obj], check_name: str) -
     if len(trues) > 1 and "Accepted" in trues:
         trues.remove("Accepted")   # "Provisioned" says more than "Accepted Provisioned"
     label = f"#{attempt}" if attempt is not None else pr.get("metadata", {}).get("name", "?")
-    return f"{label} {'+'.join(trues) if trues else 'created'}"
+    text = f"{label} {'+'.join(trues) if trues else 'created'}"
+    prov = condition(pr, "Provisioned")
+    if prov is not None and prov.get("status") == "False" and "Failed" not in trues:
+        text += f" · {prov.get('reason') or 'not provisioned'}"     # e.g. CapacityIsNotFound
+    return text
 
 
 def _nodes_state(nodes: list[Obj]) -> str:

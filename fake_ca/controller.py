@@ -135,7 +135,8 @@ class FakeCA:
             self._failures[uid] = self._failures.get(uid, 0) + 1
         self._apply_status(pr, s.conditions or [], s.class_details)
         if prov and prov["status"] == "False":
-            return lifecycle.backoff_for(self._failures.get(uid, 0), self.opts)
+            backoff = lifecycle.backoff_for(self._failures.get(uid, 0), self.opts)
+            return min(backoff, s.after) if s.after is not None else backoff
         return s.after if s.after is not None else 0.1
 
     def _templates(self, pr: dict) -> dict[str, dict]:

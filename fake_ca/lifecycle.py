@@ -185,19 +185,25 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
         return Step("rollback", f"provreq {key}: found {len(mine)} of {want} node(s) from an interrupted scale-up; "
                                 f"deleting {', '.join(names)} (atomic) and planning again", rollback=names)
 
+    # wake up exactly when ValidUntilSeconds runs out, whatever else we are waiting for
+    def until(after: float) -> float:
+        if honor_valid_until and valid_until is not None:
+            return min(after, max(valid_until - age, 0.05))
+        return after
+
     # injected delay: capacity takes this long to appear
     if delay and age < delay:
         if not accepted:
             return Step("conditions", f"provreq {key}: accepted; INJECTED provisioning delay {delay:.0f}s", conds,
-                        after=delay - age)
-        return Step("wait", f"injected delay: {delay - age:.0f}s left", after=delay - age)
+                        after=until(delay - age))
+        return Step("wait", f"injected delay: {delay - age:.0f}s left", after=until(delay - age))
 
     # backoff after CapacityIsNotFound (in memory, like the real CA)
     prov = C.get(provreq, C.PROVISIONED)
     if prov and prov.get("status") == "False" and accepted:
         since = (now - (C.ltt(provreq, C.PROVISIONED) or now)).total_seconds()
         if since < backoff_seconds:
-            return Step("wait", f"backoff {backoff_seconds - since:.0f}s", after=backoff_seconds - since)
+            return Step("wait", f"backoff {backoff_seconds - since:.0f}s", after=until(backoff_seconds - since))
 
     bookings = {n: u for n, u in booked.items() if u != uid}
     verdict = planner.plan(request, pools, nodes, pods, bookings)
@@ -207,7 +213,7 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
         conds = C.set_condition(conds, C.ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
         return Step("conditions", verdict.line(key) + ("" if not stockout else " (INJECTED stock-out)"),
                     C.set_condition(conds, C.PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now, gen),
-                    verdict=verdict)
+                    verdict=verdict, after=until(3600.0) if honor_valid_until and valid_until is not None else None)
     if verdict.nodes_to_create == 0:
         return Step("conditions", verdict.line(key),
                     C.set_condition(conds, C.PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now, gen),

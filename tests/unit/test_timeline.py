@@ -96,7 +96,9 @@ def test_snapshot_fresh_job():
 
 def test_snapshot_while_provisioning():
     s = snapshot_states(**K.snap_reserved_check_pending())
-    assert (s["Workload"], s["AdmissionCheck"], s["ProvisioningRequest"]) == ("quota reserved", "Pending", "#1 Accepted")
+    # the autoscaler's Provisioned=False reason shows beside the attempt
+    assert (s["Workload"], s["AdmissionCheck"], s["ProvisioningRequest"]) == (
+        "quota reserved", "Pending", "#1 Accepted · CapacityIsNotFound")
 
 
 def test_snapshot_retry():
