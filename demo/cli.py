@@ -14,7 +14,7 @@ import time
 import click
 
 from . import cluster, kube, toolchain
-from .cli_util import fail, kube_options  # noqa: F401  (re-exported for plugins)
+from .cli_util import fail
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 

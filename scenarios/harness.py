@@ -30,6 +30,18 @@ class ScenarioFailed(AssertionError):
     pass
 
 
+def poll_until(pred, timeout: float, what: str, interval: float = 0.25):
+    """Return pred()'s first truthy value; ScenarioFailed (an AssertionError) after timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise ScenarioFailed(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
 @dataclass
 class Check:
     ok: bool
@@ -90,14 +102,7 @@ class Context:
         return created
 
     def wait(self, pred, timeout: float, what: str, interval: float = 0.25):
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            last = pred()
-            if last:
-                return last
-            time.sleep(interval)
-        raise ScenarioFailed(f"timed out after {timeout:.0f}s waiting for {what}")
+        return poll_until(pred, timeout, what, interval)
 
     def pool_nodes(self, pool: str = "gpupool") -> list[dict]:
         nodes, _ = self.k.list(kube.NODE, label_selector=f"{POOL_LABEL}={pool}")

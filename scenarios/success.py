@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from demo import kube, phases, timeline
+from demo import phases, timeline
 from demo.jobs_cli import follow, run_preflight
 from demo.preflight import Gang
 

@@ -8,7 +8,6 @@ If it cannot be brought up, every cluster test fails with the reason -- never a 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -54,47 +53,8 @@ def unique():
 
 
 def wait_for(pred, timeout=60.0, interval=0.25, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-class Proc:
-    """A tau-demo subcommand running as a real process (controllers under test)."""
-
-    def __init__(self, args: list[str], kubeconfig: str, log: Path):
-        self.log = log
-        self.args = args
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.fh = open(log, "ab")
-        self.p = subprocess.Popen([sys.executable, "-m", "demo", *args, "--kubeconfig", kubeconfig],
-                                  stdout=self.fh, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_log(self, needle: str, timeout: float = 30) -> None:
-        wait_for(lambda: needle in self.text() or (self.p.poll() is not None and "exited"), timeout,
-                 what=f"{needle!r} in {self.log}")
-        assert needle in self.text(), self.text()[-3000:]
-
-    def kill9(self) -> None:
-        self.p.kill()
-        self.p.wait()
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-        self.fh.close()
+    from scenarios.harness import poll_until
+    return poll_until(pred, timeout, what, interval)
 
 
 HOOK_DIR = Path(os.environ.get("TAU_DEMO_STATE", "/tmp")) / "fake-ca-hooks"

@@ -8,7 +8,6 @@ from datetime import datetime
 import pytest
 
 from demo import heartbeat, hooks, kube
-from fake_ca import conditions as C
 from fake_ca.pools import PROVREQ_UID_ANNOTATION
 from scenarios.harness import NS, SERVICE_ACCOUNTS
 from tests.cluster.conftest import HOOK_DIR, wait_for
