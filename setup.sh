@@ -15,7 +15,7 @@ echo "[setup] installing the project into .venv"
 .venv/bin/python -m pip install -q -e '.[test]'
 with_kind=()
 if [ "$backend" = kind ] || { [ "$backend" = auto ] && docker info >/dev/null 2>&1; }; then with_kind=(--with-kind); fi
-echo "[setup] ensuring the pinned toolchain (a cold build takes ~20 min on 2 cores; warm: seconds)"
+echo "[setup] ensuring the pinned toolchain (a cold build takes about 15 min on 2 cores; warm: seconds)"
 .venv/bin/tau-demo toolchain ensure "${with_kind[@]}"
 .venv/bin/tau-demo toolchain versions "${with_kind[@]}"
 echo "[setup] bringing the cluster up"

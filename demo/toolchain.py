@@ -293,7 +293,7 @@ def build_kubernetes(p: Progress) -> None:
     commit = info.get("Origin", {}).get("Hash") or "0" * 40
     partial = _partial(c)
     p.run(f"building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl {c.version} "
-          "(the longest step: ~15-30 min cold on 2 cores)",
+          "(the longest step: about 6 min cold on 2 cores)",
           ["go", "build", "-trimpath", "-tags", "selinux,notest,grpcnotrace",
            "-ldflags", kubernetes_ldflags(c.version, commit), "-o", str(partial) + "/",
            *[f"k8s.io/kubernetes/cmd/{b}" for b in c.binaries]], cwd=wd, env=go_env())
