@@ -26,10 +26,7 @@ def docker_answers() -> bool:
 
 
 def _kind(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(toolchain.bin_path("kind")), *args], capture_output=True, text=True, timeout=900)
-    if check and proc.returncode != 0:
-        raise ClusterError(f"kind {' '.join(args)} failed:\n{(proc.stderr or proc.stdout).strip()[-2000:]}")
-    return proc
+    return cluster.run_tool("kind", *args, check=check, timeout=900, shown_args=len(args))
 
 
 def kueue_release_docs() -> list[dict]:

@@ -60,12 +60,7 @@ def kwokctl_config(apiserver_port: int) -> list[dict]:
 
 
 def _kwokctl(st: State, *args: str, check: bool = True, timeout: float = 600):
-    import subprocess
-    cmd = [str(toolchain.bin_path("kwokctl")), *args]
-    proc = subprocess.run(cmd, env=kwok_env(st), capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise ClusterError(f"kwokctl {' '.join(args)} failed:\n{(proc.stderr or proc.stdout).strip()[-3000:]}")
-    return proc
+    return cluster.run_tool("kwokctl", *args, env=kwok_env(st), check=check, timeout=timeout, shown_args=len(args))
 
 
 def control_plane_running(st: State) -> bool:

@@ -65,13 +65,21 @@ def default_kubeconfig(name: str = DEFAULT_NAME) -> str | None:
 
 # ---------------------------------------------------------------------------- kubectl
 
+def run_tool(binary: str, *args: str, input: str | None = None, env: dict | None = None, check: bool = True,
+             timeout: float = 300, shown_args: int = 3) -> subprocess.CompletedProcess:
+    """Run a pinned binary; with check, a non-zero exit becomes a ClusterError carrying its output."""
+    proc = subprocess.run([str(toolchain.bin_path(binary)), *args], input=input, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        shown = " ".join(a for a in args[:shown_args] if not a.startswith("--kubeconfig"))
+        raise ClusterError(f"{binary} {shown} failed:\n{(proc.stderr or proc.stdout).strip()[-3000:]}")
+    return proc
+
+
 def kubectl(kubeconfig: str, *args: str, input: str | None = None, check: bool = True,
             timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [str(toolchain.bin_path("kubectl")), "--kubeconfig", kubeconfig, *args]
-    proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise ClusterError(f"kubectl {' '.join(args[:3])} failed:\n{(proc.stderr or proc.stdout).strip()}")
-    return proc
+    return run_tool("kubectl", f"--kubeconfig={kubeconfig}", *args, input=input, check=check, timeout=timeout,
+                    shown_args=4)
 
 
 def apply_docs(kubeconfig: str, docs: list[dict], what: str) -> None:

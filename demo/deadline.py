@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from .objects import annotations, is_true
+
 PREFIX = "tau-demo.io/"
 DEADLINE_ANNOTATION = PREFIX + "admission-deadline"          # on the Job: a duration like "90s" or "5m"
 DECISION_ANNOTATION = PREFIX + "admission-decision"          # on the Workload: "timed-out"
@@ -73,36 +75,27 @@ def fmt_time(t: datetime) -> str:
 
 # ---------------------------------------------------------------------------- reading objects
 
-def _ann(obj: dict | None) -> dict:
-    return ((obj or {}).get("metadata") or {}).get("annotations") or {}
-
-
-def _cond_true(obj: dict | None, ctype: str) -> bool:
-    return any(c.get("type") == ctype and c.get("status") == "True"
-               for c in ((obj or {}).get("status") or {}).get("conditions") or [])
-
-
 def admitted(wl: dict | None) -> bool:
     """Admission won: Admitted=True, or the workload already finished."""
-    return _cond_true(wl, "Admitted") or _cond_true(wl, "Finished")
+    return is_true(wl, "Admitted") or is_true(wl, "Finished")
 
 
 def committed_timeout(wl: dict | None) -> bool:
-    return _ann(wl).get(DECISION_ANNOTATION) == TIMED_OUT
+    return annotations(wl).get(DECISION_ANNOTATION) == TIMED_OUT
 
 
 def mirrored(job: dict | None) -> bool:
-    return _ann(job).get(TERMINAL_REASON_ANNOTATION) == ADMISSION_TIMEOUT
+    return annotations(job).get(TERMINAL_REASON_ANNOTATION) == ADMISSION_TIMEOUT
 
 
 def cleanup_after(job: dict | None) -> datetime | None:
-    return parse_time(_ann(job).get(CLEANUP_AFTER_ANNOTATION))
+    return parse_time(annotations(job).get(CLEANUP_AFTER_ANNOTATION))
 
 
 def deadline_of(job: dict) -> datetime | None:
     """The absolute deadline: Job creation + its deadline annotation.  None without the annotation;
     BadDeadline when the annotation or the creation time is malformed."""
-    raw = _ann(job).get(DEADLINE_ANNOTATION)
+    raw = annotations(job).get(DEADLINE_ANNOTATION)
     if raw is None:
         return None
     seconds = parse_duration(raw)
@@ -174,12 +167,12 @@ def decide_owner(job: dict | None, wl: dict | None, now: datetime) -> Decision:
     wl_name = (wl or {}).get("metadata", {}).get("name")
     committed = wl is not None and committed_timeout(wl) and not admitted(wl)
     if not committed:
-        if mirrored(job) or cleanup_after(job) or any(k in _ann(job) for k in MIRROR_KEYS):
+        if mirrored(job) or cleanup_after(job) or any(k in annotations(job) for k in MIRROR_KEYS):
             why = ("Workload is Admitted" if admitted(wl) else
                    "no Workload" if wl is None else "Workload carries no committed timeout")
             return Decision("unmark", f"stale terminal mark on the Job ({why}); removing it and disarming cleanup")
         return Decision("none", "nothing to mirror")
-    if not mirrored(job) or _ann(job).get(TERMINAL_WORKLOAD_ANNOTATION) != wl_name:
+    if not mirrored(job) or annotations(job).get(TERMINAL_WORKLOAD_ANNOTATION) != wl_name:
         return Decision("mirror", f"Workload {wl_name} carries a committed timeout; mirroring it to the Job")
     due = cleanup_after(job)
     if due is None:

@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from demo.objects import annotations, condition, deleting, is_true
 from demo.phases import (
-    TERMINAL_REASON_ANNOTATION, annotations, check_state, condition, deleting, is_true,
-    job_finished, pod_phase, provreq_attempt, true_provreq_conditions, workload_provreqs,
+    TERMINAL_REASON_ANNOTATION, check_state, job_finished, pod_phase, provreq_attempt, true_provreq_conditions,
+    workload_provreqs,
 )
 
 Obj = dict[str, Any]

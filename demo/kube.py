@@ -19,6 +19,8 @@ from typing import Any, Iterator
 import urllib3
 from kubernetes import client, config
 
+from .objects import condition, is_true, name_of  # noqa: F401  (re-exported: kube.condition, ...)
+
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
@@ -280,22 +282,3 @@ def informer(kube: Kube, res: Resource, namespace: str | None = None, label_sele
             else:
                 time.sleep(delay)
             delay = min(delay * 2, 15.0)
-
-
-# ---------------------------------------------------------------------------- small helpers on plain objects
-
-def condition(obj: Obj | None, ctype: str) -> Obj | None:
-    for c in (obj or {}).get("status", {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def is_true(obj: Obj | None, ctype: str) -> bool:
-    c = condition(obj, ctype)
-    return bool(c and c.get("status") == "True")
-
-
-def name_of(obj: Obj) -> str:
-    md = obj.get("metadata", {})
-    return f"{md['namespace']}/{md['name']}" if md.get("namespace") else md.get("name", "?")

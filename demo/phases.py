@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any, Iterable
+
+from fake_ca.quantity import parse_quantity_exact
+
+from .objects import annotations, condition, deleting, is_true, labels  # noqa: F401  (used and re-exported)
 
 Obj = dict[str, Any]
 
@@ -78,31 +82,6 @@ def _spec(obj: Obj | None) -> Obj:
 
 def _status(obj: Obj | None) -> Obj:
     return (obj or {}).get("status") or {}
-
-
-def annotations(obj: Obj | None) -> dict[str, str]:
-    return _meta(obj).get("annotations") or {}
-
-
-def labels(obj: Obj | None) -> dict[str, str]:
-    return _meta(obj).get("labels") or {}
-
-
-def condition(obj: Obj | None, ctype: str) -> Obj | None:
-    """The status condition of type `ctype`, or None."""
-    for c in _status(obj).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def is_true(obj: Obj | None, ctype: str) -> bool:
-    c = condition(obj, ctype)
-    return c is not None and c.get("status") == "True"
-
-
-def deleting(obj: Obj | None) -> bool:
-    return bool(_meta(obj).get("deletionTimestamp"))
 
 
 def check_state(workload: Obj | None, check_name: str) -> Obj | None:
@@ -175,46 +154,29 @@ def pod_phase(pod: Obj) -> str:
 
 # ------------------------------------------------------------------------- quantities
 
+# one parser for the whole project (fake_ca.quantity); exact values, base units
+parse_quantity = parse_quantity_exact
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-            "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
-            "P": Decimal(10**15), "E": Decimal(10**18)}
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
 
 
-def parse_quantity(q: Any) -> Decimal:
-    """A Kubernetes resource quantity ("16", "500m", "128Gi", "1e3") as a Decimal."""
-    if isinstance(q, (int, float, Decimal)):
-        return Decimal(str(q))
-    m = _QUANTITY.match(str(q).strip())
-    if not m:
-        raise ValueError(f"not a resource quantity: {q!r}")
-    try:
-        number = Decimal(m.group(1))
-    except InvalidOperation as e:  # pragma: no cover - the regex already filters
-        raise ValueError(f"not a resource quantity: {q!r}") from e
-    suffix = m.group(2) or ""
-    return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
-
-
-def format_quantity(v: Decimal) -> str:
-    if v == v.to_integral_value():
+def format_quantity(v: Fraction) -> str:
+    if v.denominator == 1:
         n = int(v)
         for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
             if n >= _BINARY[suffix] and n % _BINARY[suffix] == 0:
                 return f"{n // _BINARY[suffix]}{suffix}"
         return str(n)
     milli = v * 1000
-    if milli == milli.to_integral_value():
+    if milli.denominator == 1:
         return f"{int(milli)}m"
-    return str(v.normalize())
+    return f"{float(v):g}"
 
 
 def _sum_quantities(values: list[Any]) -> str:
     if len(values) == 1:
         return str(values[0])
     try:
-        return format_quantity(sum((parse_quantity(v) for v in values), Decimal(0)))
+        return format_quantity(sum((parse_quantity(v) for v in values), Fraction(0)))
     except ValueError:
         return "+".join(str(v) for v in values)
 

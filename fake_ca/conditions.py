@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from demo.objects import condition, is_true  # noqa: F401  (re-exported)
+
 ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED = (
     "Accepted", "Provisioned", "Failed", "BookingExpired", "CapacityRevoked")
 
@@ -36,16 +38,8 @@ def now_str(now: datetime) -> str:
     return now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def get(provreq: dict, ctype: str) -> dict | None:
-    for c in (provreq.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def is_true(provreq: dict, ctype: str) -> bool:
-    c = get(provreq, ctype)
-    return bool(c and c.get("status") == "True")
+get = condition          # the condition of a type, or None
+# is_true(provreq, ctype) comes from demo.objects as well
 
 
 def set_condition(conditions: list[dict], ctype: str, status: str, reason: str, message: str,
