@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# All tests: unit tests on plain data, then cluster tests against a real control plane,
-# real Kueue v0.19.2 and real KWOK.  The cluster tests bring up their own cluster (state in
-# a temporary directory, so a demo cluster you have running is left alone) and tear it down.
+# All tests: unit tests on plain data (nothing built, no network), then cluster tests against a real
+# control plane, real Kueue v0.19.2 and real KWOK.  The cluster tests bring up their own cluster
+# (state in a temporary directory, so a demo cluster you have running is left alone) and tear it down.
 # Nothing is skipped: a missing toolchain or a cluster that cannot start fails the run.
+#   ./test.sh                 unit, then cluster tests
+#   ./test.sh --unit          unit tests only
+#   ./test.sh [pytest args]   passed to the cluster stage (e.g. -k race)
 set -euo pipefail
 cd "$(dirname "$0")"
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then "$python" -m venv .venv; fi
 .venv/bin/python -m pip install -q -e '.[test]'
-echo "[test] toolchain"
-.venv/bin/tau-demo toolchain ensure
-.venv/bin/tau-demo toolchain versions
-export TAU_DEMO_STATE=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
+stage=all
+if [ "${1:-}" = --unit ]; then stage=unit; shift; fi
 echo "[test] unit tests"
 .venv/bin/python -m pytest tests/unit -q -p no:cacheprovider
+[ "$stage" = unit ] && exit 0
+echo "[test] toolchain"
+.venv/bin/tau-demo toolchain ensure --with-actionlint
+.venv/bin/tau-demo toolchain versions
+export TAU_DEMO_STATE=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
 echo "[test] cluster tests (state in $TAU_DEMO_STATE)"
 .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider -x "$@"

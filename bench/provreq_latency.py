@@ -19,17 +19,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import median, p95  # noqa: E402
 
-from demo import cluster, heartbeat, kube  # noqa: E402
+from demo.cluster.state import default_kubeconfig  # noqa: E402
+from demo.k8s import heartbeat  # noqa: E402
+from demo.k8s import resources as R  # noqa: E402
+from demo.k8s.client import Kube  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--requests", type=int, default=100)
 a = ap.parse_args()
-kc = cluster.default_kubeconfig()
-k = kube.Kube(kc)
+kc = default_kubeconfig()
+k = Kube(kc)
 if heartbeat.alive(k, "fake-ca"):
     sys.exit("another fake-ca is running; stop it first")
 NS = "bench"
-k.apply(kube.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, "bench")
+k.apply(R.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, "bench")
 log = open("/tmp/bench-fake-ca.log", "w")
 ca = subprocess.Popen([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kc, "--pools",
                        str(Path(__file__).with_name("pools-bench.yaml")), "--booking", "10m"], stdout=log,
@@ -41,17 +44,17 @@ try:
             "template": {"spec": {"nodeSelector": {"agentpool": "benchpool"}, "containers": [
                 {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "8"},
                                                           "limits": {"nvidia.com/gpu": "8"}}}]}}}
-    k.create(kube.POD_TEMPLATE, tmpl, NS)
+    k.create(R.POD_TEMPLATE, tmpl, NS)
     t0 = time.time()
     for i in range(a.requests):
-        k.create(kube.PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+        k.create(R.PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
                                 "metadata": {"name": f"bench-{i:03d}", "namespace": NS},
                                 "spec": {"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
                                          "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}}, NS)
     created_all = time.time() - t0
     lat = {}
     while len(lat) < a.requests and time.time() - t0 < 600:
-        for pr in k.list(kube.PROVREQ, NS)[0]:
+        for pr in k.list(R.PROVREQ, NS)[0]:
             for c in (pr.get("status") or {}).get("conditions") or []:
                 if c["type"] == "Provisioned" and c["status"] == "True":
                     made = datetime.fromisoformat(pr["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
@@ -59,7 +62,7 @@ try:
                     lat[pr["metadata"]["name"]] = (done - made).total_seconds()
         time.sleep(0.5)
     elapsed = time.time() - t0
-    nodes = [n for n in k.list(kube.NODE)[0] if n["metadata"]["name"].startswith("aks-benchpool")]
+    nodes = [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-benchpool")]
     print(f"requests: {a.requests} created in {created_all:.1f}s; provisioned: {len(lat)}")
     print(f"creation -> Provisioned=True: median {median(list(lat.values())):.1f}s, "
           f"p95 {p95(list(lat.values())):.1f}s (condition timestamps, 1s resolution)")
@@ -67,10 +70,10 @@ try:
 finally:
     ca.terminate()
     ca.wait(10)
-    for pr in k.list(kube.PROVREQ, NS)[0]:
-        k.delete(kube.PROVREQ, pr["metadata"]["name"], NS)
-    k.delete(kube.POD_TEMPLATE, "bench-t", NS)
-    for n in k.list(kube.NODE)[0]:
+    for pr in k.list(R.PROVREQ, NS)[0]:
+        k.delete(R.PROVREQ, pr["metadata"]["name"], NS)
+    k.delete(R.POD_TEMPLATE, "bench-t", NS)
+    for n in k.list(R.NODE)[0]:
         if n["metadata"]["name"].startswith("aks-benchpool"):
-            k.delete(kube.NODE, n["metadata"]["name"])
-    k.delete(kube.NAMESPACE, NS)
+            k.delete(R.NODE, n["metadata"]["name"])
+    k.delete(R.NAMESPACE, NS)

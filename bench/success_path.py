@@ -15,14 +15,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import median  # noqa: E402
 
-from demo import cluster, heartbeat, kube, observe  # noqa: E402
+from demo.cluster.state import default_kubeconfig  # noqa: E402
+from demo.jobs import observe  # noqa: E402
+from demo.k8s import heartbeat  # noqa: E402
+from demo.k8s.client import Kube  # noqa: E402
+from demo.k8s.objects import is_true  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--runs", type=int, default=5)
 a = ap.parse_args()
-kc = cluster.default_kubeconfig()
-k = kube.Kube(kc)
+kc = default_kubeconfig()
+k = Kube(kc)
 if not heartbeat.alive(k, "fake-ca"):
     sys.exit("start `tau-demo fake-ca` first")
 ctx = Context(k, kc, out=open("/dev/null", "w"))
@@ -38,11 +42,11 @@ for i in range(a.runs):
         s = observe.snapshot(k, "demo", name)
         now = time.monotonic() - t0
         wl = s.workload
-        if wl and kube.is_true(wl, "QuotaReserved"):
+        if wl and is_true(wl, "QuotaReserved"):
             marks.setdefault("quota reserved", now)
-        if any(kube.is_true(p, "Provisioned") for p in s.provreqs):
+        if any(is_true(p, "Provisioned") for p in s.provreqs):
             marks.setdefault("provisioned", now)
-        if wl and kube.is_true(wl, "Admitted"):
+        if wl and is_true(wl, "Admitted"):
             marks.setdefault("admitted", now)
         if s.job and s.job["spec"].get("suspend") is False:
             marks.setdefault("unsuspended", now)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = REPO / "manifests"
+POOLS_FILE = MANIFESTS / "node-pools.yaml"       # the node pools of the fake (and the real) autoscaler
 TOOLCHAIN_MODULES = REPO / "toolchain"   # wrapper go.mod/go.sum for modules that need replace lines
 
 

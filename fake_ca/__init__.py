@@ -1,6 +1,7 @@
-"""Fake Cluster Autoscaler: answers Kueue's ProvisioningRequests by creating KWOK GPU nodes.
+"""The fake Cluster Autoscaler: answers Kueue's ProvisioningRequests by creating KWOK GPU nodes.
 
-The pure, cluster-free parts live in `quantity` (resource quantities), `pools` (node pools and
-the Node objects they produce), `planner` (the placement decision) and `explain` (a CLI that runs
-the planner on a YAML bundle without a cluster).
+Pure: request (parse and validate), scheduling (predicates), planner (placement), conditions
+(the only home of the autoscaler's reasons and messages), lifecycle (one request's next step),
+scaledown, pools (node pools and the Nodes they produce), explain (an offline verdict).
+Imperative shell: controller (read -> step -> apply).
 """

@@ -1,7 +1,8 @@
-"""The fake Cluster Autoscaler's loop: observe (informers) → decide (lifecycle.step, pure) → apply.
+"""The fake Cluster Autoscaler's loop: observe (informers) → decide (lifecycle and scaledown, pure) → apply.
 
-Writes only ProvisioningRequest /status (server-side apply, field manager
-"cluster-autoscaler", like the real CA's best-effort-atomic class) and Node objects.
+This module only reads, calls the pure step and applies what it returns.  It writes only
+ProvisioningRequest /status (server-side apply, field manager "cluster-autoscaler", like the
+real CA's best-effort-atomic class) and Node objects.
 """
 
 from __future__ import annotations
@@ -11,18 +12,23 @@ import random
 import threading
 from datetime import datetime, timezone
 
-from demo import kube
-from demo.runtime import WorkQueue, run_loop, start_informer
+from demo.k8s import heartbeat
+from demo.k8s.client import Kube
+from demo.k8s.errors import ApiError, Conflict, NotFound, Unreachable
+from demo.k8s.hooks import Hooks
+from demo.k8s.keys import (BATCH_ANNOTATION, CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER,
+                           POOL_LABEL, UNNEEDED_ANNOTATION)
+from demo.k8s.objects import format_time, labels, name_of
+from demo.k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
+from demo.k8s.runtime import WorkQueue, run_loop, start_informer
 
-from . import conditions as C
-from . import lifecycle, planner
+from . import lifecycle, planner, scaledown
 from .pools import Pool, node_manifest, pools_to_configmap
+from .request import SUPPORTED_CLASSES
 
 log = logging.getLogger("fake-ca")
 
-FIELD_MANAGER = "cluster-autoscaler"
 SCALE_DOWN_KEY = "~scale-down"
-MARKER = ("kube-system", "tau-demo-cluster")
 
 
 class NotADemoCluster(RuntimeError):
@@ -34,14 +40,13 @@ def utcnow() -> datetime:
 
 
 class FakeCA:
-    def __init__(self, k: kube.Kube, pools: list[Pool], opts: lifecycle.Options, scale_down_unneeded: float = 10.0,
-                 resync: float = 2.0, clock=utcnow, rng: random.Random | None = None, hooks=None):
+    def __init__(self, k: Kube, pools: list[Pool], opts: lifecycle.Options, scale_down_unneeded: float = 10.0,
+                 resync: float = 2.0, clock=utcnow, rng: random.Random | None = None, hooks: Hooks | None = None):
         self.k, self.pools, self.opts = k, pools, opts
         self.unneeded = scale_down_unneeded
         self.resync = resync
         self.now = clock
         self.rng = rng or random.Random()
-        from demo.hooks import Hooks
         self.hooks = hooks or Hooks(None)
         self.queue = WorkQueue()
         self._provreqs: dict[str, dict] = {}       # key -> last seen
@@ -51,20 +56,20 @@ class FakeCA:
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
-        if self.k.get_or_none(kube.CONFIG_MAP, MARKER[1], MARKER[0]) is None:
+        if self.k.get_or_none(CONFIG_MAP, MARKER[1], MARKER[0]) is None:
             raise NotADemoCluster(
                 f"ConfigMap {MARKER[0]}/{MARKER[1]} is missing: this cluster was not created by `tau-demo cluster up`. "
                 "fake-ca creates fake nodes and refuses to touch a real cluster (use --force if you are sure).")
 
     def publish_pools(self) -> None:
         cm = pools_to_configmap(self.pools)
-        self.k.apply(kube.CONFIG_MAP, cm, field_manager="fake-ca")
+        self.k.apply(CONFIG_MAP, cm, field_manager=FAKE_CA_FIELD_MANAGER)
         log.info("fake-ca: published pool table %s/%s: %s", cm["metadata"]["namespace"], cm["metadata"]["name"],
                  ", ".join(f"{p.name} ({p.min_nodes}..{p.max_nodes} nodes)" for p in self.pools))
 
     # ------------------------------------------------------------------ observe
     def on_provreq(self, typ: str, pr: dict) -> None:
-        key = kube.name_of(pr)
+        key = name_of(pr)
         with self._lock:
             if typ == "DELETED":
                 self._provreqs.pop(key, None)
@@ -86,26 +91,23 @@ class FakeCA:
         if key == SCALE_DOWN_KEY:
             return self.reconcile_scale_down()
         ns, name = key.split("/", 1)
-        pr = self.k.get_or_none(kube.PROVREQ, name, ns)
+        pr = self.k.get_or_none(PROVREQ, name, ns)
         if pr is None:
             return None
         cls = (pr.get("spec") or {}).get("provisioningClassName", "")
-        if cls not in planner.SUPPORTED_CLASSES:
+        if cls not in SUPPORTED_CLASSES:
             if key not in self._told:
                 self._told.add(key)
                 log.info("provreq %s: class %s is not handled by this autoscaler; left untouched", key, cls)
             return None
         templates = self._templates(pr)
-        nodes, _ = self.k.list(kube.NODE)
-        pods, _ = self.k.list(kube.POD)
-        prs, _ = self.k.list(kube.PROVREQ)
-        by_uid = {p["metadata"]["uid"]: p for p in prs}
-        booked = {n["metadata"]["name"]: uid for n in nodes
-                  for uid in [(n["metadata"].get("annotations") or {}).get(lifecycle.PROVREQ_UID_ANNOTATION)]
-                  if uid and uid in by_uid and C.booked(by_uid[uid])}
+        nodes, _ = self.k.list(NODE)
+        pods, _ = self.k.list(POD)
+        prs, _ = self.k.list(PROVREQ)
+        booked = lifecycle.booked_nodes(nodes, {p["metadata"]["uid"]: p for p in prs})
         uid = pr["metadata"]["uid"]
-        now = self.now()
-        s = lifecycle.step(pr, templates, nodes, pods, self.pools, booked, now, self.opts,
+        gen = pr["metadata"].get("generation")
+        s = lifecycle.step(pr, templates, nodes, pods, self.pools, booked, self.now(), self.opts,
                            lifecycle.backoff_for(self._failures.get(uid, 0), self.opts))
         if s.action == "none":
             return None
@@ -114,30 +116,20 @@ class FakeCA:
         log.info("%s", s.why)
         if s.action == "rollback":
             for n in s.rollback:
-                self.k.delete(kube.NODE, n)
+                self.k.delete(NODE, n)
             return 0.1
+        conds, details = s.conditions or [], s.class_details
         if s.action == "create-nodes":
             created = self._create_nodes(pr, s.verdict)
-            if created is None:   # a node failed: rolled back; report not found
-                self._failures[uid] = self._failures.get(uid, 0) + 1
-                conds = C.set_condition(s.conditions or [], C.PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND,
-                                        now, pr["metadata"].get("generation"))
-                self._apply_status(pr, conds, None)
-                return lifecycle.backoff_for(self._failures[uid], self.opts)
-            conds = C.set_condition(s.conditions or [], C.PROVISIONED, "True", C.R_CAPACITY_PROVISIONED,
-                                    C.MSG_CAPACITY_FOUND, self.now(), pr["metadata"].get("generation"))
-            self._apply_status(pr, conds, s.class_details)
-            log.info("provreq %s: Provisioned=True (CapacityIsProvisioned) on %s", key, ", ".join(created))
-            return self.opts.booking_seconds
-        # conditions
-        prov = next((c for c in s.conditions or [] if c["type"] == C.PROVISIONED), None)
-        if prov and prov["status"] == "False" and prov["reason"] == C.R_NOT_FOUND:
+            conds = lifecycle.after_scale_up(s, created is not None, self.now(), gen)
+            if created is None:      # a node failed and the others were rolled back: no class details
+                details = None
+            else:
+                log.info("provreq %s: Provisioned=True (CapacityIsProvisioned) on %s", key, ", ".join(created))
+        if lifecycle.not_found(conds):
             self._failures[uid] = self._failures.get(uid, 0) + 1
-        self._apply_status(pr, s.conditions or [], s.class_details)
-        if prov and prov["status"] == "False":
-            backoff = lifecycle.backoff_for(self._failures.get(uid, 0), self.opts)
-            return min(backoff, s.after) if s.after is not None else backoff
-        return s.after if s.after is not None else 0.1
+        self._apply_status(pr, conds, details)
+        return lifecycle.next_look(s, conds, self._failures.get(uid, 0), self.opts)
 
     def _templates(self, pr: dict) -> dict[str, dict]:
         ns = pr["metadata"]["namespace"]
@@ -145,23 +137,21 @@ class FakeCA:
         for ps in (pr.get("spec") or {}).get("podSets") or []:
             name = ((ps or {}).get("podTemplateRef") or {}).get("name")
             if name:
-                t = self.k.get_or_none(kube.POD_TEMPLATE, name, ns)
+                t = self.k.get_or_none(POD_TEMPLATE, name, ns)
                 if t is not None:
                     out[name] = t
         return out
 
     def _apply_status(self, pr: dict, conds: list[dict], details: dict | None) -> None:
-        status: dict = {"conditions": conds}
-        if details:
-            status["provisioningClassDetails"] = details
+        status = lifecycle.status_body(pr, conds, details)
         body = {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
                 "metadata": {"name": pr["metadata"]["name"], "namespace": pr["metadata"]["namespace"],
                              "uid": pr["metadata"]["uid"]},
                 "status": status}
         try:
-            self.k.apply(kube.PROVREQ, body, FIELD_MANAGER, subresource="status")
-        except (kube.NotFound, kube.Conflict):
-            log.info("provreq %s: gone or replaced before its status was written", kube.name_of(pr))
+            self.k.apply(PROVREQ, body, CA_FIELD_MANAGER, subresource="status")
+        except (NotFound, Conflict):
+            log.info("provreq %s: gone or replaced before its status was written", name_of(pr))
 
     def _new_name(self, pool: Pool, taken: set[str]) -> str:
         while True:
@@ -173,50 +163,50 @@ class FakeCA:
     def _create_nodes(self, pr: dict, verdict: planner.Verdict) -> list[str] | None:
         """Create every node of the verdict, or none: if node k of N fails, delete the k-1 already made."""
         pool = next(p for p in self.pools if p.name == verdict.pool)
-        existing, _ = self.k.list(kube.NODE)
+        existing, _ = self.k.list(NODE)
         taken = {n["metadata"]["name"] for n in existing}
         count = verdict.nodes_to_create
         names = [self._new_name(pool, taken) for _ in range(count)]
         domains = list(verdict.new_node_domains) + [verdict.domain] * count
-        key = kube.name_of(pr)
+        key = name_of(pr)
         log.info("provreq %s: creating %s", key, ", ".join(names))
         created: list[str] = []
         try:
             for name, domain in zip(names, domains):
                 node = node_manifest(pool, name, domain, pr["metadata"]["uid"], key)
-                node["metadata"].setdefault("annotations", {})[lifecycle.BATCH_ANNOTATION] = str(count)
-                self.k.create(kube.NODE, node)
+                node["metadata"].setdefault("annotations", {})[BATCH_ANNOTATION] = str(count)
+                self.k.create(NODE, node)
                 created.append(name)
                 self.hooks.reach("node-created", key, node=name, index=len(created), of=count)
-        except (kube.ApiError, kube.Unreachable) as e:
+        except (ApiError, Unreachable) as e:
             log.warning("provreq %s: creating node %d of %d failed (%s); deleting %s so the scale-up stays atomic",
                         key, len(created) + 1, len(names), e, ", ".join(created) or "nothing")
             for name in created:
                 try:
-                    self.k.delete(kube.NODE, name)
-                except (kube.ApiError, kube.Unreachable):
+                    self.k.delete(NODE, name)
+                except (ApiError, Unreachable):
                     log.exception("rollback of %s failed; it will be collected at the next loop", name)
             return None
         return created
 
     def reconcile_scale_down(self) -> float | None:
-        nodes, _ = self.k.list(kube.NODE)
-        pods, _ = self.k.list(kube.POD)
-        prs, _ = self.k.list(kube.PROVREQ)
+        nodes, _ = self.k.list(NODE)
+        pods, _ = self.k.list(POD)
+        prs, _ = self.k.list(PROVREQ)
         by_uid = {p["metadata"]["uid"]: p for p in prs}
         now = self.now()
-        plan = lifecycle.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded)
+        plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded)
         for n in plan.mark:
-            self.k.patch(kube.NODE, n, {"metadata": {"annotations": {lifecycle.UNNEEDED_ANNOTATION: C.now_str(now)}}})
+            self.k.patch(NODE, n, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: format_time(now)}}})
         for n in plan.clear:
-            self.k.patch(kube.NODE, n, {"metadata": {"annotations": {lifecycle.UNNEEDED_ANNOTATION: None}}})
+            self.k.patch(NODE, n, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: None}}})
         for n in plan.delete:
             log.info("scale-down: deleting %s: %s", n, plan.why.get(n, ""))
-            self.k.delete(kube.NODE, n)
+            self.k.delete(NODE, n)
         if plan.delete:
             left = {}
             for n in nodes:
-                p = (n["metadata"].get("labels") or {}).get("cluster-autoscaler.kwok.nodegroup/name")
+                p = labels(n).get(POOL_LABEL)
                 if p and n["metadata"]["name"] not in plan.delete and not n["metadata"].get("deletionTimestamp"):
                     left[p] = left.get(p, 0) + 1
             for p in self.pools:
@@ -225,13 +215,12 @@ class FakeCA:
 
     # ------------------------------------------------------------------ run
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
-        from demo import heartbeat
         self.publish_pools()
-        hb = heartbeat.start(self.k, "fake-ca", stop)
+        hb = heartbeat.start(self.k, FAKE_CA_LEASE, stop)
         synced = [threading.Event() for _ in range(3)]
-        start_informer(self.k, kube.PROVREQ, self.on_provreq, stop, synced=synced[0])
-        start_informer(self.k, kube.NODE, self.on_node_or_pod, stop, synced=synced[1])
-        start_informer(self.k, kube.POD, self.on_node_or_pod, stop, synced=synced[2])
+        start_informer(self.k, PROVREQ, self.on_provreq, stop, synced=synced[0])
+        start_informer(self.k, NODE, self.on_node_or_pod, stop, synced=synced[1])
+        start_informer(self.k, POD, self.on_node_or_pod, stop, synced=synced[2])
         for e in synced:
             e.wait(30)
         log.info("fake-ca: watching ProvisioningRequests (booking %.0fs, backoff %.0f..%.0fs, scale-down after "

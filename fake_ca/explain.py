@@ -1,4 +1,4 @@
-"""`tau-demo fake-ca explain`: what the fake autoscaler would decide for a ProvisioningRequest.
+"""What the fake autoscaler would decide for a ProvisioningRequest, offline (`tau-demo fake-ca explain`).
 
 Reads a YAML stream with one ProvisioningRequest and its PodTemplates (as Kueue creates them;
 `kind: List` wrappers from `kubectl get -o yaml` are unwrapped) and plans it against an empty
@@ -11,24 +11,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-import click
 import yaml
 
-from .planner import SUPPORTED_CLASSES, RequestError, plan, request_from_objects
-from .pools import PoolsError, load_pools
-
-DEFAULT_POOLS = Path(__file__).resolve().parent.parent / "manifests" / "node-pools.yaml"
+from .planner import plan
+from .pools import Pool
+from .request import SUPPORTED_CLASSES, RequestError, request_from_objects
 
 
 class InputError(Exception):
     """Invalid input for explain (exit 1)."""
-
-
-def _fail(msg: str) -> NoReturn:
-    click.echo(f"error: {msg}", err=True)
-    sys.exit(1)
 
 
 def _objects(text: str, source: str) -> list[dict]:
@@ -81,7 +74,8 @@ def _split(objs: list[dict], source: str) -> tuple[dict, dict[str, dict]]:
     return provreqs[0], templates
 
 
-def _read(filename: str) -> tuple[str, str]:
+def read_source(filename: str) -> tuple[str, str]:
+    """The text of FILE (or stdin for "-") and a name for it in messages."""
     if filename == "-":
         return sys.stdin.read(), "<stdin>"
     try:
@@ -90,40 +84,22 @@ def _read(filename: str) -> tuple[str, str]:
         raise InputError(f"{filename}: cannot read: {getattr(e, 'strerror', None) or e}") from None
 
 
-@click.command("explain")
-@click.option("-f", "--filename", required=True, metavar="FILE",
-              help='YAML with one ProvisioningRequest and its PodTemplates ("-" for stdin)')
-@click.option("--pools", "pools_file", default=str(DEFAULT_POOLS), show_default="manifests/node-pools.yaml",
-              metavar="FILE", help="node pools file")
-def explain(filename: str, pools_file: str) -> None:
-    """Explain what the fake autoscaler would do with a ProvisioningRequest, on an empty cluster.
-
-    Prints the decision line.  Exit 0 if it fits, 2 if it does not (or its class is not
-    handled), 1 on invalid input.
-    """
-    try:
-        text, source = _read(filename)
-        provreq, templates = _split(_objects(text, source), source)
-    except InputError as e:
-        _fail(str(e))
+def explain(text: str, source: str, pools: list[Pool]) -> tuple[int, str]:
+    """(exit code, line): 0 it fits, 2 it does not (or its class is not handled).  InputError (exit 1)
+    for invalid input."""
+    provreq, templates = _split(_objects(text, source), source)
     ns, name = _name_of(provreq)
     key = f"{ns}/{name}"
     spec = provreq.get("spec") if isinstance(provreq.get("spec"), dict) else {}
     class_name = spec.get("provisioningClassName")
     if not isinstance(class_name, str) or not class_name:
-        _fail(f"provreq {key}: spec.provisioningClassName is required")
+        raise InputError(f"provreq {key}: spec.provisioningClassName is required")
     # The real CA only ever looks at requests of its classes; anything else stays untouched.
     if class_name not in SUPPORTED_CLASSES:
-        click.echo(f"provreq {key}: class {class_name} is not handled by the autoscaler; it would be left untouched")
-        sys.exit(2)
+        return 2, f"provreq {key}: class {class_name} is not handled by the autoscaler; it would be left untouched"
     try:
         request = request_from_objects(provreq, templates)
     except RequestError as e:
-        _fail(f"provreq {key}: {e.reason}: {e.message}")
-    try:
-        pools = load_pools(pools_file)
-    except PoolsError as e:
-        _fail(str(e))
+        raise InputError(f"provreq {key}: {e.reason}: {e.message}") from None
     verdict = plan(request, pools, nodes=[], pods=[])
-    click.echo(verdict.line(request.key))
-    sys.exit(0 if verdict.fits else 2)
+    return (0 if verdict.fits else 2), verdict.line(request.key)

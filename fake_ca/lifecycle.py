@@ -7,23 +7,21 @@ decision again: no duplicate nodes, no leaked nodes, no lost condition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+
+from demo.k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BOOKING_EXPIRED, CAPACITY_REVOKED, CONSUME_PROVREQ_ANNOTATION,
+                           DOMAIN_DETAIL, FAILED, PARAM_DELAY, PARAM_HONOR_VALID_UNTIL, PARAM_REVOKE_AFTER,
+                           PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROVISIONED, PROVREQ_UID_ANNOTATION)
+from demo.k8s.objects import annotations, condition, created_at, is_true
 
 from . import conditions as C
 from . import planner
-from .pools import PROVREQ_UID_ANNOTATION, Pool
+from .pools import Pool, pool_of_node
+from .request import RequestError, request_from_objects
 
-BATCH_ANNOTATION = "fake-ca.tau-demo.io/batch-size"     # on each node: how many nodes the request needed
-DOMAIN_DETAIL = "topology-domain"                          # provisioningClassDetails key (design §10)
-
-# Fault injection through ProvisioningRequest parameters (Kueue copies Job annotations
-# provreq.kueue.x-k8s.io/<Param> into spec.parameters).
-P_VALID_UNTIL = "ValidUntilSeconds"
-P_DELAY = "fakeCADelaySeconds"
-P_STOCKOUT = "fakeCAStockout"
-P_REVOKE_AFTER = "fakeCARevokeAfterSeconds"
-P_HONOR_VALID_UNTIL = "fakeCAHonorValidUntil"   # per-request --honor-valid-until
+P_VALID_UNTIL, P_DELAY, P_STOCKOUT, P_REVOKE_AFTER, P_HONOR_VALID_UNTIL = (
+    PARAM_VALID_UNTIL, PARAM_DELAY, PARAM_STOCKOUT, PARAM_REVOKE_AFTER, PARAM_HONOR_VALID_UNTIL)
 
 
 @dataclass(frozen=True)
@@ -67,13 +65,8 @@ def _param_seconds(params: dict, key: str) -> float | None:
 
 
 def _age(provreq: dict, now: datetime) -> float:
-    created = provreq.get("metadata", {}).get("creationTimestamp")
-    if not created:
-        return 0.0
-    return (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
-
-
-CONSUME_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
+    created = created_at(provreq)
+    return 0.0 if created is None else (now - created).total_seconds()
 
 
 def consuming_pods_scheduled(provreq: dict, pods: list[dict]) -> int:
@@ -81,7 +74,7 @@ def consuming_pods_scheduled(provreq: dict, pods: list[dict]) -> int:
     md = provreq["metadata"]
     return sum(1 for p in pods
                if p["metadata"].get("namespace") == md["namespace"]
-               and (p["metadata"].get("annotations") or {}).get(CONSUME_ANNOTATION) == md["name"]
+               and (p["metadata"].get("annotations") or {}).get(CONSUME_PROVREQ_ANNOTATION) == md["name"]
                and (p.get("spec") or {}).get("nodeName")
                and not p["metadata"].get("deletionTimestamp"))
 
@@ -104,10 +97,10 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
         delay = _param_seconds(params, P_DELAY)
         valid_until = _param_seconds(params, P_VALID_UNTIL)
     except BadParameter as e:
-        if C.is_true(provreq, C.FAILED):
+        if is_true(provreq, FAILED):
             return Step("none", "failed")
         return Step("conditions", f"provreq {key}: invalid: {e}",
-                    C.set_condition(conds, C.FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {e}",
+                    C.set_condition(conds, FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {e}",
                                     now, gen))
     if revoke_after is None:
         revoke_after = opts.revoke_after
@@ -115,31 +108,31 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
     stockout = opts.stockout or str(params.get(P_STOCKOUT, "")).lower() == "true"
     honor_valid_until = opts.honor_valid_until or str(params.get(P_HONOR_VALID_UNTIL, "")).lower() == "true"
 
-    if C.is_true(provreq, C.FAILED):
+    if is_true(provreq, FAILED):
         return Step("none", "failed: terminal")
 
     # ---- after provisioning: booking window, injected revocation
-    if C.is_true(provreq, C.PROVISIONED):
-        prov_at = C.ltt(provreq, C.PROVISIONED) or now
+    if is_true(provreq, PROVISIONED):
+        prov_at = C.ltt(provreq, PROVISIONED) or now
         held = (now - prov_at).total_seconds()
         waits = []
-        if revoke_after is not None and not C.is_true(provreq, C.CAPACITY_REVOKED):
+        if revoke_after is not None and not is_true(provreq, CAPACITY_REVOKED):
             if held >= revoke_after:
                 return Step("conditions", f"provreq {key}: INJECTED fault: revoking capacity {held:.0f}s after "
                                           "provisioning (the real autoscaler never writes CapacityRevoked)",
-                            C.set_condition(conds, C.CAPACITY_REVOKED, "True", C.R_REVOKED,
+                            C.set_condition(conds, CAPACITY_REVOKED, "True", C.R_REVOKED,
                                             "capacity revoked by fault injection (fake-ca)", now, gen))
             waits.append(revoke_after - held)
-        if not C.is_true(provreq, C.BOOKING_EXPIRED):
+        if not is_true(provreq, BOOKING_EXPIRED):
             total = sum(int((ps or {}).get("count") or 0) for ps in (provreq.get("spec") or {}).get("podSets") or [])
             consumed = consuming_pods_scheduled(provreq, pods)
             if total and consumed >= total:
                 return Step("conditions", f"provreq {key}: all {total} pod(s) scheduled: booking consumed",
-                            C.set_condition(conds, C.BOOKING_EXPIRED, "True", C.R_BOOKING_CONSUMED,
+                            C.set_condition(conds, BOOKING_EXPIRED, "True", C.R_BOOKING_CONSUMED,
                                             C.MSG_BOOKING_CONSUMED, now, gen))
             if held >= opts.booking_seconds:
                 return Step("conditions", f"provreq {key}: booking of {opts.booking_seconds:.0f}s expired",
-                            C.set_condition(conds, C.BOOKING_EXPIRED, "True", C.R_RESERVATION_EXPIRED,
+                            C.set_condition(conds, BOOKING_EXPIRED, "True", C.R_RESERVATION_EXPIRED,
                                             C.MSG_RESERVATION_EXPIRED, now, gen))
             waits.append(opts.booking_seconds - held)
         return Step("wait", "booked", after=min(waits)) if waits else Step("none", "booking over")
@@ -148,25 +141,25 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
     age = _age(provreq, now)
     if age >= opts.expiry_seconds:
         return Step("conditions", f"provreq {key}: not provisioned {age:.0f}s after creation: expired",
-                    C.set_condition(conds, C.FAILED, "True", C.R_EXPIRED, C.MSG_EXPIRED, now, gen))
+                    C.set_condition(conds, FAILED, "True", C.R_EXPIRED, C.MSG_EXPIRED, now, gen))
     if honor_valid_until and valid_until is not None and age >= valid_until:
         return Step("conditions",
                     f"provreq {key}: ValidUntilSeconds={valid_until:.0f} passed without capacity: Failed "
                     "(--honor-valid-until; the real Cluster Autoscaler ignores ValidUntilSeconds)",
-                    C.set_condition(conds, C.FAILED, "True", C.R_VALID_UNTIL_EXPIRED,
+                    C.set_condition(conds, FAILED, "True", C.R_VALID_UNTIL_EXPIRED,
                                     f"capacity not provisioned within ValidUntilSeconds={valid_until:.0f} "
                                     "(honoured by fake-ca --honor-valid-until; the real autoscaler ignores it)",
                                     now, gen))
 
     try:
-        request = planner.request_from_objects(provreq, templates)
-    except planner.RequestError as e:
+        request = request_from_objects(provreq, templates)
+    except RequestError as e:
         return Step("conditions", f"provreq {key}: {e}",
-                    C.set_condition(conds, C.FAILED, "True", e.reason, str(e), now, gen))
+                    C.set_condition(conds, FAILED, "True", e.reason, str(e), now, gen))
 
-    accepted = C.is_true(provreq, C.ACCEPTED)
+    accepted = is_true(provreq, ACCEPTED)
     if not accepted:
-        conds = C.set_condition(conds, C.ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
+        conds = C.set_condition(conds, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
 
     # nodes already created for this request: a previous run was interrupted
     mine = nodes_of(uid, nodes)
@@ -180,7 +173,7 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
             if request.topology and len(doms) == 1:
                 details[DOMAIN_DETAIL] = doms.pop()
             return Step("conditions", f"provreq {key}: all {want} node(s) exist ({', '.join(names)}): provisioned",
-                        C.set_condition(conds, C.PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
+                        C.set_condition(conds, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
                                         now, gen), class_details=details or None)
         return Step("rollback", f"provreq {key}: found {len(mine)} of {want} node(s) from an interrupted scale-up; "
                                 f"deleting {', '.join(names)} (atomic) and planning again", rollback=names)
@@ -199,9 +192,9 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
         return Step("wait", f"injected delay: {delay - age:.0f}s left", after=until(delay - age))
 
     # backoff after CapacityIsNotFound (in memory, like the real CA)
-    prov = C.get(provreq, C.PROVISIONED)
+    prov = condition(provreq, PROVISIONED)
     if prov and prov.get("status") == "False" and accepted:
-        since = (now - (C.ltt(provreq, C.PROVISIONED) or now)).total_seconds()
+        since = (now - (C.ltt(provreq, PROVISIONED) or now)).total_seconds()
         if since < backoff_seconds:
             return Step("wait", f"backoff {backoff_seconds - since:.0f}s", after=until(backoff_seconds - since))
 
@@ -210,27 +203,25 @@ def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: lis
     if stockout and verdict.fits and verdict.nodes_to_create:
         verdict = _stockout(verdict)
     if not verdict.fits:
-        conds = C.set_condition(conds, C.ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
+        conds = C.set_condition(conds, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
         return Step("conditions", verdict.line(key) + ("" if not stockout else " (INJECTED stock-out)"),
-                    C.set_condition(conds, C.PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now, gen),
+                    C.set_condition(conds, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now, gen),
                     verdict=verdict, after=until(3600.0) if honor_valid_until and valid_until is not None else None)
     if verdict.nodes_to_create == 0:
         return Step("conditions", verdict.line(key),
-                    C.set_condition(conds, C.PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now, gen),
+                    C.set_condition(conds, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now, gen),
                     verdict=verdict)
     return Step("create-nodes", verdict.line(key), conds, verdict=verdict,
                 class_details={DOMAIN_DETAIL: verdict.domain} if verdict.domain else None)
 
 
 def _topology_label(pools: list[Pool], node: dict) -> str | None:
-    from .pools import pool_of_node
     p = pool_of_node(node, pools)
     return p.topology_label if p else None
 
 
 def _stockout(v: planner.Verdict) -> planner.Verdict:
-    import dataclasses
-    return dataclasses.replace(v, fits=False, status_reason=C.R_NOT_FOUND,
+    return replace(v, fits=False, status_reason=C.R_NOT_FOUND,
                                reason="injected stock-out: the cloud has no capacity for this pool")
 
 
@@ -241,86 +232,52 @@ def backoff_for(failures: int, opts: Options) -> float:
     return min(opts.initial_backoff * (2 ** (failures - 1)), opts.max_backoff)
 
 
-def provisioned_at(provreq: dict) -> datetime | None:
-    return C.ltt(provreq, C.PROVISIONED) if C.is_true(provreq, C.PROVISIONED) else None
-
-
-def unneeded_for(node: dict, now: datetime, annotation: str) -> float | None:
-    raw = (node.get("metadata", {}).get("annotations") or {}).get(annotation)
-    if not raw:
-        return None
-    try:
-        return (now - datetime.fromisoformat(raw.replace("Z", "+00:00"))).total_seconds()
-    except ValueError:
-        return None
-
-
-# ---------------------------------------------------------------------------- scale-down
-
-UNNEEDED_ANNOTATION = "fake-ca.tau-demo.io/unneeded-since"
-
-
-@dataclass
-class ScaleDown:
-    mark: list[str] = field(default_factory=list)       # start the unneeded timer (annotation)
-    clear: list[str] = field(default_factory=list)      # node is needed again
-    delete: list[str] = field(default_factory=list)
-    why: dict[str, str] = field(default_factory=dict)
-    after: float | None = None                          # next timer
-
-
-def _busy(node_name: str, pods: list[dict]) -> bool:
-    for p in pods:
-        if (p.get("spec") or {}).get("nodeName") != node_name:
-            continue
-        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        if any(r.get("kind") == "DaemonSet" for r in p["metadata"].get("ownerReferences") or []):
-            continue
-        return True
-    return False
-
-
-def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
-               now: datetime, unneeded_seconds: float) -> ScaleDown:
-    """Nodes this fake created are kept while their request's booking lasts (or while it is
-    still being provisioned); afterwards a node with no running non-daemon pods for
-    `unneeded_seconds` is deleted, never below the pool's min."""
-    from .pools import MANAGED_LABEL, pool_of_node
-    out = ScaleDown()
-    size: dict[str, int] = {}
-    managed = [n for n in nodes if (n["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "true"
-               and not n["metadata"].get("deletionTimestamp")]
-    for n in managed:
-        p = pool_of_node(n, pools)
-        if p:
-            size[p.name] = size.get(p.name, 0) + 1
-    timers = []
-    for n in sorted(managed, key=lambda n: n["metadata"]["name"]):
-        name = n["metadata"]["name"]
-        ann = n["metadata"].get("annotations") or {}
-        pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION, ""))
-        protected = pr is not None and not C.is_true(pr, C.FAILED) and (
-            C.booked(pr) or not C.is_true(pr, C.PROVISIONED))
-        needed = protected or _busy(name, pods)
-        since = unneeded_for(n, now, UNNEEDED_ANNOTATION)
-        if needed:
-            if UNNEEDED_ANNOTATION in ann:
-                out.clear.append(name)
-            continue
-        if since is None:
-            out.mark.append(name)
-            timers.append(unneeded_seconds)
-            continue
-        p = pool_of_node(n, pools)
-        if since >= unneeded_seconds:
-            if p and size.get(p.name, 0) <= p.min_nodes:
-                continue
-            out.delete.append(name)
-            out.why[name] = f"unneeded for {since:.0f}s (no running pods, booking over)"
-            if p:
-                size[p.name] -= 1
-        else:
-            timers.append(unneeded_seconds - since)
-    out.after = min(timers) if timers else None
+def booked_nodes(nodes: list[dict], provreqs_by_uid: dict[str, dict]) -> dict[str, str]:
+    """Node name -> uid of the ProvisioningRequest whose booking holds it (nodes this fake made for a
+    request that is still Provisioned and neither Failed nor BookingExpired)."""
+    out = {}
+    for n in nodes:
+        uid = annotations(n).get(PROVREQ_UID_ANNOTATION)
+        if uid and uid in provreqs_by_uid and C.booked(provreqs_by_uid[uid]):
+            out[n["metadata"]["name"]] = uid
     return out
+
+
+def _provisioned(conditions: list[dict]) -> dict | None:
+    return next((c for c in conditions if c.get("type") == PROVISIONED), None)
+
+
+def not_found(conditions: list[dict]) -> bool:
+    """Whether conditions about to be written report CapacityIsNotFound (which advances the backoff)."""
+    prov = _provisioned(conditions)
+    return bool(prov and prov["status"] == "False" and prov["reason"] == C.R_NOT_FOUND)
+
+
+def after_scale_up(step: "Step", created: bool, now: datetime, generation: int | None) -> list[dict]:
+    """The conditions to write once the node creates of a create-nodes step are done: Provisioned=True
+    (CapacityIsProvisioned) when every node was made, else CapacityIsNotFound (the nodes were rolled back)."""
+    if created:
+        return C.set_condition(step.conditions or [], PROVISIONED, "True", C.R_CAPACITY_PROVISIONED,
+                               C.MSG_CAPACITY_FOUND, now, generation)
+    return C.set_condition(step.conditions or [], PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now, generation)
+
+
+def status_body(provreq: dict, conditions: list[dict], details: dict | None) -> dict:
+    """The ProvisioningRequest status to apply.  Server-side apply drops fields a manager stops sending,
+    so provisioningClassDetails published earlier are sent again with every later condition write."""
+    status: dict = {"conditions": conditions}
+    keep = details or ((provreq.get("status") or {}).get("provisioningClassDetails") or None)
+    if keep:
+        status["provisioningClassDetails"] = keep
+    return status
+
+
+def next_look(step: "Step", written: list[dict], failures: int, opts: Options) -> float | None:
+    """Seconds until this request wants another look, given the conditions just written."""
+    prov = _provisioned(written)
+    if prov and prov["status"] == "False":
+        backoff = backoff_for(failures, opts)
+        return min(backoff, step.after) if step.after is not None else backoff
+    if step.action == "create-nodes":
+        return opts.booking_seconds
+    return step.after if step.after is not None else 0.1

@@ -33,20 +33,14 @@ from typing import Any
 
 import yaml
 
-from .quantity import MAX_MILLI, parse_quantity
+from demo.k8s.keys import (HOSTNAME_LABEL, KWOK_NODE_ANNOTATION, MANAGED_LABEL, OS_LABEL, POOL_LABEL, POOL_TABLE,
+                           POOL_TABLE_KEY, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION)
+from demo.k8s.objects import labels as labels_of
+from demo.k8s.quantity import MAX_MILLI, parse_quantity
 
 API_VERSION = "tau-demo.io/v1"
 KIND = "NodePoolList"
-CONFIGMAP_KEY = "pools.yaml"
-
-# Labels and annotations on the Nodes the fake autoscaler creates.
-MANAGED_LABEL = "fake-ca.tau-demo.io/managed"
-PROVREQ_UID_ANNOTATION = "fake-ca.tau-demo.io/provreq-uid"
-PROVREQ_ANNOTATION = "fake-ca.tau-demo.io/provreq"
-POOL_LABEL = "cluster-autoscaler.kwok.nodegroup/name"   # the kwok provider's node-group key
-KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"              # value "fake": kwok manages the node
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-OS_LABEL = "kubernetes.io/os"
+CONFIGMAP_KEY = POOL_TABLE_KEY
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # Resources every kubelet reports; a pool without them could not run any pod.
@@ -345,7 +339,7 @@ def pools_to_yaml(pools: list[Pool]) -> str:
     return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
 
 
-def pools_to_configmap(pools: list[Pool], namespace: str = "kube-system", name: str = "tau-demo-node-pools") -> dict:
+def pools_to_configmap(pools: list[Pool], namespace: str = POOL_TABLE[0], name: str = POOL_TABLE[1]) -> dict:
     """A ConfigMap carrying the pools under data["pools.yaml"]."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace},
@@ -397,6 +391,5 @@ def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, p
 
 def pool_of_node(node: dict, pools: list[Pool]) -> Pool | None:
     """The pool a Node belongs to, by its POOL_LABEL; None for nodes of no (known) pool."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    name = labels.get(POOL_LABEL)
+    name = labels_of(node).get(POOL_LABEL)
     return next((p for p in pools if p.name == name), None)

@@ -1,7 +1,7 @@
 """Race path: Kueue admits at the very moment the admission deadline fires.
 
 The interleavings are made deterministic with the deadline controller's pause points
-(demo/hooks.py), not with sleeps: the scenario arms a point, waits until the controller
+(demo/k8s/hooks.py), not with sleeps: the scenario arms a point, waits until the controller
 is parked there, changes the world, then releases it (or kills it with SIGKILL).
 
 1. Admission wins: the controller has read the Workload (quota reserved, check pending)
@@ -17,17 +17,24 @@ is parked there, changes the world, then releases it (or kills it with SIGKILL).
 
 from __future__ import annotations
 
-import random
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from demo import deadline as dl
-from demo import hooks, kube, observe, timeline
-from demo.deadline_controller import CLASS_ANNOTATION
+from demo.deadline import protocol as dl
+from demo.jobs import observe
+from demo.k8s import hooks
+from demo.k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEACTIVATED, DEADLINE_CLASS_ANNOTATION, EVICTED,
+                           PARAM_DELAY, PARAM_STOCKOUT, QUOTA_RESERVED, TERMINAL_TIME_ANNOTATION)
+from demo.k8s.objects import annotations, condition, is_true
+from demo.k8s.resources import PROVREQ
+from demo.timeline import svg
 
-from .harness import NS, Context, Controller, Recorder, start_private
+from .controllers import Controller, start_private
+from .harness import NS, Context
+from .recorder import Recorder
+
+CLASS_ANNOTATION = DEADLINE_CLASS_ANNOTATION
 
 DEADLINE = 8            # seconds after submission
 TTL = "5s"              # cleanup TTL of the race controllers
@@ -44,13 +51,13 @@ def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_di
 def submit_racing_job(ctx: Context, cls: str, delay: float, duration: str = "15s", gang: str = "2x8") -> str:
     name = ctx.new_name("job-race")
     ctx.submit(name, gang, duration=duration, deadline=f"{DEADLINE}s",
-               provreq={"fakeCADelaySeconds": f"{delay:g}"}, annotations={CLASS_ANNOTATION: cls})
+               provreq={PARAM_DELAY: f"{delay:g}"}, annotations={CLASS_ANNOTATION: cls})
     return name
 
 
 def admitted_now(ctx: Context, rec: Recorder) -> bool:
     s = rec.samples[-1][1] if rec.samples else None
-    return bool(s and s.workload and kube.is_true(s.workload, "Admitted"))
+    return bool(s and s.workload and is_true(s.workload, ADMITTED))
 
 
 # ---------------------------------------------------------------------------- 1 and 3
@@ -70,13 +77,13 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
         with Recorder(ctx, name, log) as rec:
             ctx.step(f"Submit with --deadline {DEADLINE}s; the autoscaler will provision at {DEADLINE + 2}s")
             ctx.submit(name, "2x8", duration="15s", deadline=f"{DEADLINE}s",
-                       provreq={"fakeCADelaySeconds": str(DEADLINE + 2)}, annotations={CLASS_ANNOTATION: cls})
+                       provreq={PARAM_DELAY: str(DEADLINE + 2)}, annotations={CLASS_ANNOTATION: cls})
             ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
             snap = observe.snapshot(ctx.k, NS, name)
-            ctx.check(snap.workload is not None and kube.is_true(snap.workload, "QuotaReserved")
-                      and not kube.is_true(snap.workload, "Admitted"),
+            ctx.check(snap.workload is not None and is_true(snap.workload, QUOTA_RESERVED)
+                      and not is_true(snap.workload, ADMITTED),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
             ctx.step("Meanwhile the autoscaler provisions and Kueue admits")
             ctx.wait(lambda: admitted_now(ctx, rec), 60, "Kueue to admit the Workload")
@@ -102,12 +109,12 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             "cleanup_armed": any(dl.cleanup_after(j) for j in job_seen),
             "deleted_by_controller": rec.samples[-1][1].job is None,
             "ran": rec.ever(lambda s: any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for p in s.pods)),
-            "admitted": rec.ever(lambda s: s.workload is not None and kube.is_true(s.workload, "Admitted")),
+            "admitted": rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)),
             "committed": rec.ever(lambda s: s.workload is not None and dl.committed_timeout(s.workload)),
             "succeeded": any(((j.get("status") or {}).get("succeeded") or 0) >= 2 for j in job_seen),
             "svg": str(log_path.with_suffix(".svg")),
         }
-        timeline.write(log_path, log_path.with_suffix(".svg"), f"Race: admission wins ({protocol} protocol)")
+        svg.write(log_path, log_path.with_suffix(".svg"), f"Race: admission wins ({protocol} protocol)")
         return facts
     finally:
         ctl.stop()
@@ -157,7 +164,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
         with Recorder(ctx, name, log) as rec:
             ctx.step(f"Submit with --deadline {DEADLINE}s; the autoscaler would provision at {DEADLINE + 1}s")
             ctx.submit(name, "2x8", duration="15s", deadline=f"{DEADLINE}s",
-                       provreq={"fakeCADelaySeconds": str(DEADLINE + 1)}, annotations={CLASS_ANNOTATION: cls})
+                       provreq={PARAM_DELAY: str(DEADLINE + 1)}, annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
             ctx.check(True, "the controller committed the timeout first (paused right after the commit)")
@@ -167,15 +174,15 @@ def scenario_timeout_wins(ctx: Context) -> None:
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "mirror, cleanup TTL and deletion")
             rec.mark("Job deleted by cleanup")
         wls = [s.workload for _, s in rec.samples if s.workload]
-        ctx.check(any((kube.condition(w, "Evicted") or {}).get("reason") == "Deactivated" for w in wls),
+        ctx.check(any((condition(w, EVICTED) or {}).get("reason") == DEACTIVATED for w in wls),
                   "Kueue evicted the Workload with reason Deactivated")
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
                   "the Job's spec.suspend stayed true throughout")
-        ctx.check(not rec.ever(lambda s: s.workload is not None and kube.is_true(s.workload, "Admitted")),
+        ctx.check(not rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)),
                   "the Workload was never Admitted")
         ctx.check(rec.ever(lambda s: dl.mirrored(s.job)), "the owner Job was mirrored (AdmissionTimeout)")
         ctx.check(True, "cleanup deleted the Job after its TTL")
-        ctx.wait(lambda: not [p for p in ctx.k.list(kube.PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
+        ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
                  "the ProvisioningRequest to be gone")
         ctx.check(True, "no ProvisioningRequest is left")
         ctx.wait_pool_empty(120)
@@ -183,7 +190,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
     finally:
         ctl.stop()
         ctx.delete_job(name)
-    timeline.write(log_path, log_path.with_suffix(".svg"), "Race: timeout wins")
+    svg.write(log_path, log_path.with_suffix(".svg"), "Race: timeout wins")
     ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
 
 
@@ -200,7 +207,7 @@ def interrupted(ctx: Context, point: str) -> dict:
     hooks.arm(hook_dir, point, key)
     try:
         with Recorder(ctx, name, None, interval=0.1) as rec:
-            ctx.submit(name, "2x8", deadline=f"{DEADLINE}s", provreq={"fakeCAStockout": "true"},
+            ctx.submit(name, "2x8", deadline=f"{DEADLINE}s", provreq={PARAM_STOCKOUT: "true"},
                        annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, point, key, timeout=60)
             ctl.kill9()
@@ -213,8 +220,8 @@ def interrupted(ctx: Context, point: str) -> dict:
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "the restarted controller to converge")
             ctl2.stop()
         seen = [s.job for _, s in rec.samples if s.job is not None]
-        mirror_times = {(j["metadata"].get("annotations") or {}).get(dl.TERMINAL_TIME_ANNOTATION) for j in seen} - {None}
-        cleanup_times = {(j["metadata"].get("annotations") or {}).get(dl.CLEANUP_AFTER_ANNOTATION) for j in seen} - {None}
+        mirror_times = {annotations(j).get(TERMINAL_TIME_ANNOTATION) for j in seen} - {None}
+        cleanup_times = {annotations(j).get(CLEANUP_AFTER_ANNOTATION) for j in seen} - {None}
         return {"at_kill": at_kill, "mirror_writes": len(mirror_times), "arm_writes": len(cleanup_times),
                 "unsuspended": rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False)}
     finally:
@@ -230,107 +237,3 @@ def scenario_interrupted_mirror(ctx: Context) -> None:
     ctx.check(r["mirror_writes"] == 1, "on restart the mirror was written exactly once")
     ctx.check(r["arm_writes"] == 1, "cleanup was armed exactly once, and the Job was cleaned up")
     ctx.check(not r["unsuspended"], "the Job was never unsuspended")
-
-
-# ---------------------------------------------------------------------------- 5: soak
-
-@dataclass
-class SoakRun:
-    name: str
-    outcome: str            # admission | timeout | ?
-    violations: list[str]
-    reaction: float | None  # deadline -> committed decision, seconds
-
-
-def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, cls: str) -> SoakRun:
-    name = ctx.new_name("job-soak")
-    key = f"{NS}/{name}"
-    delay = max(0.0, DEADLINE + rng.uniform(-3, 3))
-    pause = rng.choice([0.0, 0.0, rng.uniform(0.1, 3.0)])
-    if pause:
-        hooks.arm(hook_dir, "before-commit", key)
-    violations: list[str] = []
-    with Recorder(ctx, name, None, interval=0.15) as rec:
-        ctx.submit(name, "1x8", duration="3s", deadline=f"{DEADLINE}s",
-                   provreq={"fakeCADelaySeconds": f"{delay:.1f}"}, annotations={CLASS_ANNOTATION: cls})
-        if pause:
-            try:
-                hooks.wait_reached(hook_dir, "before-commit", key, timeout=DEADLINE + 10)
-                time.sleep(pause)
-                hooks.release(hook_dir, "before-commit", key)
-            except TimeoutError:
-                (hook_dir / f"before-commit@{key.replace('/', '_')}.arm").unlink(missing_ok=True)   # admitted first
-
-        def settled():
-            s = rec.samples[-1][1] if rec.samples else None
-            if s is None:
-                return False
-            if s.job is None and rec.job_uid:
-                return "deleted"
-            return s.job is not None and ((s.job.get("status") or {}).get("succeeded") or 0) >= 1 and "succeeded"
-        ctx.wait(settled, 90, f"{name} to settle")
-        time.sleep(1.5)
-        samples = [s for _, s in rec.samples]
-    admitted = any(s.workload and kube.is_true(s.workload, "Admitted") for s in samples)
-    committed = any(s.workload and dl.committed_timeout(s.workload) for s in samples)
-    marked = any(dl.mirrored(s.job) for s in samples)
-    deleted = samples[-1].job is None
-    if admitted and committed:
-        violations.append("both admitted and committed")
-    if admitted and (marked or deleted):
-        violations.append("an admitted job was marked or deleted")
-    if deleted and not committed:
-        violations.append("cleanup deleted a job without a committed timeout")
-    if committed and not marked:
-        violations.append("committed timeout never mirrored")
-    if committed and any(p.get("status", {}).get("phase") == "Running" for s in samples[-3:] for p in s.pods):
-        violations.append("pods of a timed-out job kept running")
-    reaction = None
-    for s in samples:
-        if s.workload and dl.committed_timeout(s.workload) and s.job:
-            t = dl.parse_time(s.workload["metadata"]["annotations"].get(dl.DECISION_TIME_ANNOTATION))
-            d = dl.deadline_of(s.job)
-            if t and d:
-                reaction = (t - d).total_seconds()
-            break
-    if not deleted:
-        ctx.delete_job(name)
-    outcome = "admission" if admitted else ("timeout" if committed else "?")
-    return SoakRun(name, outcome, violations, reaction)
-
-
-def soak(ctx: Context, runs: int, seed: int | None = None) -> list[SoakRun]:
-    rng = random.Random(seed)
-    cls = "soak"
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, cls, "committed", hook_dir)
-    results: list[SoakRun] = []
-    try:
-        for i in range(runs):
-            r = soak_one(ctx, ctl, hook_dir, rng, cls)
-            results.append(r)
-            ctx.say(f"  run {i + 1:3}/{runs}: {r.outcome:9} "
-                    f"{'reaction %.2fs' % r.reaction if r.reaction is not None else '':16} "
-                    f"{'VIOLATIONS: ' + '; '.join(r.violations) if r.violations else 'ok'}")
-        ctx.wait_pool_empty(120)
-        leftovers = [x for x in ctx.leftovers() if "soak" in x or x.startswith("Node")]
-        if leftovers:
-            results.append(SoakRun("leftovers", "?", [f"left behind: {', '.join(leftovers)}"], None))
-    finally:
-        ctl.stop()
-    return results
-
-
-def soak_table(results: list[SoakRun]) -> str:
-    import statistics
-    real = [r for r in results if r.name != "leftovers"]
-    reactions = sorted(r.reaction for r in real if r.reaction is not None)
-    p95 = reactions[min(len(reactions) - 1, int(round(0.95 * (len(reactions) - 1))))] if reactions else None
-    rows = [("runs", len(real)), ("admission won", sum(r.outcome == "admission" for r in real)),
-            ("timeout won", sum(r.outcome == "timeout" for r in real)),
-            ("undecided", sum(r.outcome == "?" for r in real)),
-            ("violations", sum(len(r.violations) for r in results)),
-            ("deadline -> commit median", f"{statistics.median(reactions):.2f}s" if reactions else "-"),
-            ("deadline -> commit p95", f"{p95:.2f}s" if p95 is not None else "-")]
-    w = max(len(k) for k, _ in rows)
-    return "\n".join(f"| {k:{w}} | {v} |" for k, v in rows)

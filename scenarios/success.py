@@ -3,37 +3,41 @@ provisioned; both nodes appear together; both pods start together; the pool scal
 
 from __future__ import annotations
 
-from datetime import datetime
+from demo.jobs import phases
+from demo.jobs.preflight import Gang
+from demo.jobs.submit import run_preflight
+from demo.jobs.watch import follow
+from demo.k8s.keys import DEMO_POOL, PARAM_DELAY, PROFILE
+from demo.k8s.objects import parse_time
+from demo.timeline import svg
 
-from demo import phases, timeline
-from demo.jobs_cli import follow, run_preflight
-from demo.preflight import Gang
-
-from .harness import NS, Context, Recorder
+from .harness import NS, Context
+from .recorder import Recorder
 
 TITLE = "Success path: a 2 × 8-GPU gang starts only when both nodes exist"
 
 
 def _ts(text: str | None) -> float | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+    t = parse_time(text)
+    return t.timestamp() if t else None
 
 
 def run(ctx: Context) -> None:
     ctx.header(TITLE)
 
     ctx.step("Preflight (layer 1): is the profile ProvisioningReady, and can the gang ever fit?")
-    code, lines = run_preflight(ctx.k, "gpu-a100-8", Gang(2, 8), NS)
+    code, lines = run_preflight(ctx.k, PROFILE, Gang(2, 8), NS)
     for line in lines:
         ctx.say(line)
     ctx.require(code == 0, "preflight passes")
-    ctx.say(phases.pool_line("gpupool", ctx.pool_nodes(), 2))
+    ctx.say(phases.pool_line(DEMO_POOL, ctx.pool_nodes(), 2))
     ctx.require(not ctx.pool_nodes(), "the GPU pool starts empty")
 
     name = ctx.new_name()
     log, log_path = ctx.event_log("success")
     with Recorder(ctx, name, log) as rec:
         ctx.step("Submit a 2 × 8-GPU Job (the cloud needs 5s to find capacity: an injected delay)")
-        ctx.submit(name, "2x8", duration="10s", provreq={"fakeCADelaySeconds": "5"})
+        ctx.submit(name, "2x8", duration="10s", provreq={PARAM_DELAY: "5"})
         ctx.step(f"tau-demo watch {name}")
         view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
         final = rec.samples[-1][1] if rec.samples else None
@@ -60,8 +64,8 @@ def run(ctx: Context) -> None:
 
     ctx.step("The pool scales back to 0 once the nodes are unneeded")
     ctx.wait_pool_empty(120)
-    ctx.say(phases.pool_line("gpupool", ctx.pool_nodes(), 2))
+    ctx.say(phases.pool_line(DEMO_POOL, ctx.pool_nodes(), 2))
     ctx.check(not ctx.pool_nodes(), "the pool is back to 0 nodes")
     ctx.delete_job(name)
-    svg = timeline.write(log_path, log_path.with_suffix(".svg"), TITLE)
-    ctx.say(f"  timeline: {svg}")
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)
+    ctx.say(f"  timeline: {picture}")

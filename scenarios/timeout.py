@@ -13,12 +13,20 @@ admitted afterwards: the queue is not wedged.
 
 from __future__ import annotations
 
-from demo import deadline as dl
-from demo import kube, timeline
-from demo.jobs_cli import follow, run_preflight
-from demo.preflight import Gang
+import time
 
-from .harness import NS, Context, Recorder, ScenarioFailed
+from demo.deadline import protocol as dl
+from demo.jobs.preflight import Gang
+from demo.jobs.submit import run_preflight
+from demo.jobs.watch import follow
+from demo.k8s.keys import (DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, EVICTED, FAILED, PARAM_DELAY,
+                           PARAM_HONOR_VALID_UNTIL, PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, QUOTA_RESERVED)
+from demo.k8s.objects import condition, created_at, is_true
+from demo.k8s.resources import JOB, PROVREQ
+from demo.timeline import svg
+
+from .harness import NS, Context, ScenarioFailed
+from .recorder import Recorder
 
 TITLE_PREFLIGHT = "Timeout layer 1: preflight refuses a gang that can never fit"
 TITLE_WINDOW = "Timeout layer 2: ValidUntilSeconds (honoured) + Kueue retryStrategy"
@@ -34,10 +42,10 @@ def quota_released_and_clean(ctx: Context, name: str, rec: Recorder) -> None:
     def released():
         snap = rec.samples[-1][1] if rec.samples else None
         wl = _workload(snap)
-        return wl is None or (not kube.is_true(wl, "QuotaReserved") and not (wl.get("status") or {}).get("admission"))
+        return wl is None or (not is_true(wl, QUOTA_RESERVED) and not (wl.get("status") or {}).get("admission"))
     ctx.wait(released, 60, "the quota to be released")
     ctx.check(True, "quota released (QuotaReserved=False, no admission)")
-    ctx.wait(lambda: not [p for p in ctx.k.list(kube.PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
+    ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
              "Kueue to delete the job's ProvisioningRequests")
     ctx.check(True, "no ProvisioningRequest of the job is left")
 
@@ -55,12 +63,12 @@ def smaller_job_admitted(ctx: Context) -> None:
 def preflight_refusal(ctx: Context) -> None:
     ctx.header(TITLE_PREFLIGHT)
     ctx.step("tau-demo submit --gang 3x8 on a pool of at most 2 nodes")
-    before = {j["metadata"]["name"] for j in ctx.k.list(kube.JOB, NS)[0]}
-    code, lines = run_preflight(ctx.k, "gpu-a100-8", Gang(3, 8), NS)
+    before = {j["metadata"]["name"] for j in ctx.k.list(JOB, NS)[0]}
+    code, lines = run_preflight(ctx.k, PROFILE, Gang(3, 8), NS)
     for line in lines:
         ctx.say(line)
     ctx.check(code == 2, "refused at submit time with exit status 2")
-    after = {j["metadata"]["name"] for j in ctx.k.list(kube.JOB, NS)[0]}
+    after = {j["metadata"]["name"] for j in ctx.k.list(JOB, NS)[0]}
     ctx.check(after == before, "nothing was created")
     smaller_job_admitted(ctx)
 
@@ -72,8 +80,8 @@ def autoscaler_window(ctx: Context) -> None:
     with Recorder(ctx, name, log) as rec:
         ctx.step("Submit a 2 × 8-GPU Job; the cloud is out of stock; ValidUntilSeconds=8 is honoured "
                  "(fake-ca --honor-valid-until, per request); retryStrategy allows 2 retries")
-        ctx.submit(name, "2x8", provreq={"ValidUntilSeconds": "8", "fakeCAStockout": "true",
-                                         "fakeCAHonorValidUntil": "true"})
+        ctx.submit(name, "2x8", provreq={PARAM_VALID_UNTIL: "8", PARAM_STOCKOUT: "true",
+                                         PARAM_HONOR_VALID_UNTIL: "true"})
         ctx.step(f"tau-demo watch {name}")
         view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
         ctx.step("What happened, checked on the objects")
@@ -84,9 +92,9 @@ def autoscaler_window(ctx: Context) -> None:
         ctx.check(attempts == ["1", "2", "3"], f"Kueue made 3 attempts, each a new ProvisioningRequest ({attempts})")
         def deactivated():   # judge the final state: Kueue's eviction lands shortly after Rejected
             wl = rec.samples[-1][1].workload
-            ev = kube.condition(wl, "Evicted") or {}
+            ev = condition(wl, EVICTED) or {}
             return (wl or {}).get("spec", {}).get("active") is False and ev.get("status") == "True" \
-                and ev.get("reason") == "DeactivatedDueToAdmissionCheck" and ev
+                and ev.get("reason") == DEACTIVATED_DUE_TO_ADMISSION_CHECK and ev
         try:
             ev = ctx.wait(deactivated, 30, "Kueue to deactivate the Workload")
         except ScenarioFailed:
@@ -96,7 +104,7 @@ def autoscaler_window(ctx: Context) -> None:
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
                   "the Job was never unsuspended")
     ctx.delete_job(name)
-    timeline.write(log_path, log_path.with_suffix(".svg"), TITLE_WINDOW)
+    svg.write(log_path, log_path.with_suffix(".svg"), TITLE_WINDOW)
     ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
     smaller_job_admitted(ctx)
 
@@ -108,16 +116,15 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
     with Recorder(ctx, name, log) as rec:
         ctx.step("Submit with --deadline 20s; capacity is slow (injected 600s delay) and the autoscaler is "
                  "faithful: it ignores ValidUntilSeconds=8")
-        ctx.submit(name, "2x8", deadline="20s", provreq={"ValidUntilSeconds": "8", "fakeCADelaySeconds": "600"})
+        ctx.submit(name, "2x8", deadline="20s", provreq={PARAM_VALID_UNTIL: "8", PARAM_DELAY: "600"})
         ctx.step("At 12s, ValidUntilSeconds has passed and the request still waits: nothing bounds layer 2")
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
-        import time
         time.sleep(max(0.0, 12 - (time.time() - rec.samples[0][0])))
         snap = rec.samples[-1][1]
-        ctx.check(bool(snap.provreqs) and not any(kube.is_true(p, "Failed") for p in snap.provreqs),
+        ctx.check(bool(snap.provreqs) and not any(is_true(p, FAILED) for p in snap.provreqs),
                   "the ProvisioningRequest is past ValidUntilSeconds and not Failed")
         ctx.step(f"tau-demo watch {name}: the deadline controller acts at 20s")
-        created = dl.parse_time(snap.job["metadata"]["creationTimestamp"]).timestamp()
+        created = created_at(snap.job).timestamp()
         rec.mark("ValidUntilSeconds (ignored)", t=created + 8)
         rec.mark("deadline", t=created + 20)
         view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
@@ -125,20 +132,20 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.check(view.outcome == "failed" and cap.state == "failed",
                   f"the watch ends failed at Capacity provisioning: {cap.detail}")
         wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and dl.committed_timeout(w)
-                      and kube.condition(w, "Evicted") and w, 30, "the committed timeout and Kueue's eviction")
+                      and condition(w, EVICTED) and w, 30, "the committed timeout and Kueue's eviction")
         ctx.check(wl["spec"].get("active") is False and dl.committed_timeout(wl),
                   "the timeout is committed on the Workload (spec.active=false, admission-decision=timed-out)")
-        ctx.check((kube.condition(wl, "Evicted") or {}).get("reason") == "Deactivated",
+        ctx.check((condition(wl, EVICTED) or {}).get("reason") == DEACTIVATED,
                   "Kueue evicted the Workload with reason Deactivated")
         quota_released_and_clean(ctx, name, rec)
         ctx.wait(lambda: rec.ever(lambda s: dl.mirrored(s.job)), 30, "the mirror on the Job")
         ctx.check(True, "the timeout is mirrored on the Job (terminal-reason=AdmissionTimeout)")
         ctx.step(f"Cleanup deletes the Job after {cleanup_ttl_hint}")
-        ctx.wait(lambda: rec.job_uid and ctx.k.get_or_none(kube.JOB, name, NS) is None, 120, "cleanup")
+        ctx.wait(lambda: rec.job_uid and ctx.k.get_or_none(JOB, name, NS) is None, 120, "cleanup")
         ctx.check(True, "cleanup deleted the timed-out Job")
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
                   "the Job was never unsuspended")
         ctx.check(not ctx.pool_nodes(), "no node was created for it")
-    timeline.write(log_path, log_path.with_suffix(".svg"), TITLE_DEADLINE)
+    svg.write(log_path, log_path.with_suffix(".svg"), TITLE_DEADLINE)
     ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
     smaller_job_admitted(ctx)

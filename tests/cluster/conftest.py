@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from demo import backend_kwok, cluster, kube, toolchain
+from demo.cluster.backend import UpOptions
+from demo.cluster.kwok import BACKEND as KWOK
+from demo.cluster.state import ClusterError
+from demo.k8s import heartbeat
+from demo.k8s.client import Kube
+from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
+from demo.toolchain import components as toolchain
+from demo.toolchain.gobuild import ToolchainError
+from scenarios.controllers import ensure_controller, stop_started
+from scenarios.harness import Context, poll_until
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
 REPO = Path(__file__).resolve().parents[2]
@@ -28,13 +37,13 @@ def demo_cluster():
     t0 = time.monotonic()
     try:
         toolchain.ensure()
-        st = backend_kwok.up(NAME)
-    except (toolchain.ToolchainError, cluster.ClusterError) as e:
-        backend_kwok.down(NAME)
+        st = KWOK.up(NAME, UpOptions())
+    except (ToolchainError, ClusterError) as e:
+        KWOK.down(NAME)
         pytest.fail(f"cannot bring the test cluster up: {e}", pytrace=False)
     print(f"\n[cluster] {NAME} up in {time.monotonic() - t0:.1f}s", file=sys.stderr)
     yield st
-    backend_kwok.down(NAME)
+    KWOK.down(NAME)
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +52,8 @@ def kubeconfig(demo_cluster) -> str:
 
 
 @pytest.fixture(scope="session")
-def k(kubeconfig) -> kube.Kube:
-    return kube.Kube(kubeconfig)
+def k(kubeconfig) -> Kube:
+    return Kube(kubeconfig)
 
 
 @pytest.fixture
@@ -53,7 +62,6 @@ def unique():
 
 
 def wait_for(pred, timeout=60.0, interval=0.25, what="condition"):
-    from scenarios.harness import poll_until
     return poll_until(pred, timeout, what, interval)
 
 
@@ -64,13 +72,13 @@ HOOK_DIR = Path(os.environ.get("TAU_DEMO_STATE", "/tmp")) / "fake-ca-hooks"
 def ctx(k, kubeconfig):
     """A scenario context whose controllers run as their least-privilege ServiceAccounts.
     The session's fake autoscaler books for 8s (not 60s) so booking expiry is testable."""
-    from scenarios.harness import Context, ensure_controller, stop_started
     HOOK_DIR.mkdir(parents=True, exist_ok=True)
     c = Context(k, kubeconfig, auto=True, out=sys.stdout, impersonate=True,
                 runs_dir=Path(os.environ["TAU_DEMO_STATE"]) / "runs",
                 extra_args={"fake-ca": ["--booking", "8s", "--hook-dir", str(HOOK_DIR)]})
-    ensure_controller(c, "fake-ca", ["fake-ca"], "fake autoscaler")
-    ensure_controller(c, "deadline-default", ["deadline", "--cleanup-ttl", "10s"], "deadline controller")
+    ensure_controller(c, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+    ensure_controller(c, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS, ["deadline", "--cleanup-ttl", "10s"],
+                      "deadline controller")
     SESSION_CTX.append(c)
     yield c
     SESSION_CTX.clear()
@@ -83,15 +91,14 @@ SESSION_CTX: list = []
 @pytest.fixture
 def no_autoscaler(k):
     """For tests that play the autoscaler by hand: the session's fake-ca is stopped meanwhile."""
-    from demo import heartbeat
-    paused = [c for ctx_ in SESSION_CTX for c in ctx_.started if c.lease == "fake-ca"]
+    paused = [c for ctx_ in SESSION_CTX for c in ctx_.started if c.lease == FAKE_CA_LEASE]
     for c in paused:
         c.stop()
-    wait_for(lambda: not heartbeat.alive(k, "fake-ca"), 30, what="no fake-ca heartbeat")
+    wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="no fake-ca heartbeat")
     yield
     for c in paused:
         c.start(SESSION_CTX[0].kubeconfig)
-        wait_for(lambda: heartbeat.alive(k, "fake-ca"), 30, what="fake-ca back")
+        wait_for(lambda: heartbeat.alive(k, FAKE_CA_LEASE), 30, what="fake-ca back")
 
 
 @pytest.fixture

@@ -7,9 +7,13 @@ from datetime import datetime
 
 import pytest
 
-from demo import heartbeat, hooks, kube
-from fake_ca.pools import PROVREQ_UID_ANNOTATION
-from scenarios.harness import NS, SERVICE_ACCOUNTS
+from demo.jobs.preflight import Gang
+from demo.jobs.render import job_template, render_job
+from demo.k8s import heartbeat, hooks
+from demo.k8s import resources as R
+from demo.k8s.keys import PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from demo.k8s.objects import condition, is_true
+from scenarios.harness import NS
 from tests.cluster.conftest import HOOK_DIR, wait_for
 
 BEA = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
@@ -41,31 +45,31 @@ def by_hand(clean, k, unique):
     def make(count, gpus=8, cls=BEA, params=None, with_template=True, **tkw):
         name = f"hand-{unique}-{len(made)}"
         if with_template:
-            k.create(kube.POD_TEMPLATE, template(f"{name}-t", gpus, **tkw), NS)
-        pr = k.create(kube.PROVREQ, provreq(name, f"{name}-t", count, cls, params), NS)
+            k.create(R.POD_TEMPLATE, template(f"{name}-t", gpus, **tkw), NS)
+        pr = k.create(R.PROVREQ, provreq(name, f"{name}-t", count, cls, params), NS)
         made.append(name)
         return pr
     yield make
     for name in made:
-        k.delete(kube.PROVREQ, name, NS)
-        k.delete(kube.POD_TEMPLATE, f"{name}-t", NS)
+        k.delete(R.PROVREQ, name, NS)
+        k.delete(R.POD_TEMPLATE, f"{name}-t", NS)
 
 
 def cond(k, name):
-    pr = k.get_or_none(kube.PROVREQ, name, NS) or {}
+    pr = k.get_or_none(R.PROVREQ, name, NS) or {}
     return {c["type"]: (c["status"], c["reason"], c["message"]) for c in (pr.get("status") or {}).get("conditions") or []}
 
 
 def nodes_of(k, uid):
-    return [n for n in k.list(kube.NODE)[0] if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
+    return [n for n in k.list(R.NODE)[0] if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
 
 
 def test_gang_gets_exactly_two_nodes_created_together_and_is_admitted(clean):
     name = clean.new_name()
     clean.submit(name, "2x8", duration="3s")
-    wl = clean.wait(lambda: (w := clean.k.list(kube.WORKLOAD, NS)[0]) and kube.is_true(w[0], "Admitted") and w[0],
+    wl = clean.wait(lambda: (w := clean.k.list(R.WORKLOAD, NS)[0]) and is_true(w[0], "Admitted") and w[0],
                     60, "Admitted")
-    prs = [p for p in clean.k.list(kube.PROVREQ, NS)[0] if p["metadata"]["name"].startswith(wl["metadata"]["name"])]
+    prs = [p for p in clean.k.list(R.PROVREQ, NS)[0] if p["metadata"]["name"].startswith(wl["metadata"]["name"])]
     assert len(prs) == 1
     cs = {c["type"]: c for c in prs[0]["status"]["conditions"]}
     assert cs["Accepted"]["reason"] == "Accepted"
@@ -75,7 +79,7 @@ def test_gang_gets_exactly_two_nodes_created_together_and_is_admitted(clean):
     made = sorted(datetime.fromisoformat(n["metadata"]["creationTimestamp"].replace("Z", "+00:00")) for n in nodes)
     assert (made[1] - made[0]).total_seconds() <= 1
     assert all(n["metadata"]["name"].startswith("aks-gpupool-vmss") and len(n["metadata"]["name"]) == 22 for n in nodes)
-    clean.wait(lambda: kube.is_true(clean.k.get(kube.JOB, name, NS), "Complete"), 60, "Complete")
+    clean.wait(lambda: is_true(clean.k.get(R.JOB, name, NS), "Complete"), 60, "Complete")
     clean.delete_job(name)
     clean.wait_pool_empty(60)      # the pool returns to 0 after the Job ends
 
@@ -115,11 +119,11 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
     elif case == "bad-parameters":
         pr = by_hand(1, params={"fakeCADelaySeconds": "soon"})
     else:
-        k.create(kube.POD_TEMPLATE, template("elsewhere-t", namespace="default"), "default")
+        k.create(R.POD_TEMPLATE, template("elsewhere-t", namespace="default"), "default")
         try:
-            pr = k.create(kube.PROVREQ, provreq("hand-elsewhere", "elsewhere-t", 1), NS)
+            pr = k.create(R.PROVREQ, provreq("hand-elsewhere", "elsewhere-t", 1), NS)
         finally:
-            k.delete(kube.POD_TEMPLATE, "elsewhere-t", "default")
+            k.delete(R.POD_TEMPLATE, "elsewhere-t", "default")
     name = pr["metadata"]["name"]
     try:
         if case == "unknown-class":
@@ -137,7 +141,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
         assert nodes_of(k, pr["metadata"]["uid"]) == []
         assert heartbeat.alive(k, "fake-ca"), "the controller must survive malformed input"
     finally:
-        k.delete(kube.PROVREQ, name, NS)
+        k.delete(R.PROVREQ, name, NS)
 
 
 def test_kill_9_mid_scale_up_leaves_exactly_the_right_nodes(clean, by_hand, k):
@@ -158,14 +162,14 @@ def test_kill_9_mid_scale_up_leaves_exactly_the_right_nodes(clean, by_hand, k):
                    if not n["metadata"].get("deletionTimestamp"))
     assert len(final) == 2, final
     assert info["node"] not in final, "the half-made scale-up is rolled back, then redone whole"
-    pool = [n for n in k.list(kube.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
+    pool = [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
             and not n["metadata"].get("deletionTimestamp")]
     assert len(pool) == 2, "no duplicate or leaked nodes"
     clean.wait(lambda: heartbeat.alive(k, "fake-ca"), 30, "fake-ca heartbeat")
 
 
 def test_controllers_run_with_least_privilege(k, ctx):
-    review = kube.Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False)
+    review = R.SUBJECT_ACCESS_REVIEW
 
     def can(user, verb, resource, group="", namespace=None, sub=None):
         attrs = {"verb": verb, "resource": resource, "group": group}
@@ -191,21 +195,16 @@ def test_controllers_run_with_least_privilege(k, ctx):
 def test_topology_domain_is_chosen_published_and_enforced_through_kueue(clean):
     """Design §10: the pod-template label asks for one domain; the autoscaler places all new nodes in
     one rack, publishes it in provisioningClassDetails, and Kueue's podSetUpdates pins the pods there."""
-    from demo.jobs_cli import render_job
-    from demo.preflight import Gang
-    from demo import cluster as cl
-    from demo.paths import MANIFESTS
     name = clean.new_name()
-    job = render_job(cl.load_manifest(MANIFESTS / "gpu-job.yaml")[0], name, NS, "gpu-a100-8", Gang(2, 8), "3s",
-                     None, {})
+    job = render_job(job_template(), name, NS, "gpu-a100-8", Gang(2, 8), "3s", None, {})
     job["spec"]["template"]["metadata"].setdefault("labels", {})["topology.tau-demo.io/level"] = "domain"
-    clean.k.create(kube.JOB, job, NS)
-    pods = clean.wait(lambda: (p := clean.k.list(kube.POD, NS, label_selector=f"job-name={name}")[0])
+    clean.k.create(R.JOB, job, NS)
+    pods = clean.wait(lambda: (p := clean.k.list(R.POD, NS, label_selector=f"job-name={name}")[0])
                       and len(p) == 2 and all(x["spec"].get("nodeName") for x in p) and p, 60, "2 scheduled pods")
-    prs = [p for p in clean.k.list(kube.PROVREQ, NS)[0] if name in p["metadata"]["name"]]
+    prs = [p for p in clean.k.list(R.PROVREQ, NS)[0] if name in p["metadata"]["name"]]
     domain = prs[0]["status"]["provisioningClassDetails"]["topology-domain"]
     assert domain == "rack-a"
-    nodes = {n["metadata"]["name"]: n for n in clean.k.list(kube.NODE)[0]}
+    nodes = {n["metadata"]["name"]: n for n in clean.k.list(R.NODE)[0]}
     for p in pods:
         assert p["spec"]["nodeSelector"]["topology.tau-demo.io/domain"] == domain, "Kueue's podSetUpdates pinned it"
         assert nodes[p["spec"]["nodeName"]]["metadata"]["labels"]["topology.tau-demo.io/domain"] == domain
@@ -215,16 +214,16 @@ def test_topology_domain_is_chosen_published_and_enforced_through_kueue(clean):
 def test_injected_revocation_makes_kueue_evict_the_admitted_workload(clean):
     name = clean.new_name()
     clean.submit(name, "1x8", duration="60s", provreq={"fakeCARevokeAfterSeconds": "3"})
-    wl = clean.wait(lambda: (w := clean.k.list(kube.WORKLOAD, NS)[0]) and kube.is_true(w[0], "Admitted") and w[0],
+    wl = clean.wait(lambda: (w := clean.k.list(R.WORKLOAD, NS)[0]) and is_true(w[0], "Admitted") and w[0],
                     60, "Admitted")
     pr_name = f"{wl['metadata']['name']}-gpu-provisioning-1"
     clean.wait(lambda: "CapacityRevoked" in cond(clean.k, pr_name) or
-               not clean.k.get_or_none(kube.PROVREQ, pr_name, NS), 30, "CapacityRevoked")
-    w = clean.wait(lambda: (x := clean.k.get(kube.WORKLOAD, wl["metadata"]["name"], NS))
-                   and (kube.condition(x, "Evicted") or {}).get("reason") == "DeactivatedDueToAdmissionCheck" and x,
+               not clean.k.get_or_none(R.PROVREQ, pr_name, NS), 30, "CapacityRevoked")
+    w = clean.wait(lambda: (x := clean.k.get(R.WORKLOAD, wl["metadata"]["name"], NS))
+                   and (condition(x, "Evicted") or {}).get("reason") == "DeactivatedDueToAdmissionCheck" and x,
                    60, "Kueue to deactivate the revoked workload")
     assert w["spec"]["active"] is False
-    clean.wait(lambda: clean.k.get(kube.JOB, name, NS)["spec"].get("suspend") is True, 60, "the Job suspended again")
+    clean.wait(lambda: clean.k.get(R.JOB, name, NS)["spec"].get("suspend") is True, 60, "the Job suspended again")
     clean.delete_job(name)
 
 
@@ -240,14 +239,14 @@ def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
     import subprocess
     import sys
     from tests.cluster.conftest import REPO
-    marker = k.get(kube.CONFIG_MAP, "tau-demo-cluster", "kube-system")
-    k.delete(kube.CONFIG_MAP, "tau-demo-cluster", "kube-system")
+    marker = k.get(R.CONFIG_MAP, "tau-demo-cluster", "kube-system")
+    k.delete(R.CONFIG_MAP, "tau-demo-cluster", "kube-system")
     try:
         r = subprocess.run([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kubeconfig], cwd=REPO,
                            capture_output=True, text=True, timeout=60)
     finally:
         for f in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
             marker["metadata"].pop(f, None)
-        k.create(kube.CONFIG_MAP, marker, "kube-system")
+        k.create(R.CONFIG_MAP, marker, "kube-system")
     assert r.returncode == 1
     assert "was not created by `tau-demo cluster up`" in r.stderr and "--force" in r.stderr

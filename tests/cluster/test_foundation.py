@@ -6,7 +6,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from demo import cluster, kube
+from demo.cluster.install import install_demo_objects, webhook_answers
+from demo.cluster.state import ClusterError
+from demo.k8s import resources as R
+from demo.k8s.manifests import ManifestError, load_manifest
+from demo.k8s.objects import is_true
 from fake_ca.pools import load_pools, node_manifest
 from tests.cluster.conftest import REPO, wait_for
 
@@ -26,54 +30,54 @@ def gpu_job(name: str, pods: int = 2, gpus: int = 8, suspend: bool = False) -> d
 
 
 def workload_of(k, job):
-    wls, _ = k.list(kube.WORKLOAD, NS, label_selector=f"kueue.x-k8s.io/job-uid={job['metadata']['uid']}")
+    wls, _ = k.list(R.WORKLOAD, NS, label_selector=f"kueue.x-k8s.io/job-uid={job['metadata']['uid']}")
     return wls[0] if wls else None
 
 
 def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscaler):
     name = f"found-{unique}"
-    job = k.create(kube.JOB, gpu_job(name), NS)
+    job = k.create(R.JOB, gpu_job(name), NS)
     # 1. Kueue's mutating webhook suspended a Job created unsuspended
     assert job["spec"]["suspend"] is True
     # 2. a Workload with QuotaReserved=True
-    wl = wait_for(lambda: (w := workload_of(k, job)) and kube.is_true(w, "QuotaReserved") and w, 60,
+    wl = wait_for(lambda: (w := workload_of(k, job)) and is_true(w, "QuotaReserved") and w, 60,
                   what="QuotaReserved=True")
     assert wl["status"]["admission"]["clusterQueue"] == "gpu-a100"
-    assert not kube.is_true(wl, "Admitted")
+    assert not is_true(wl, "Admitted")
     # 3. Kueue created ProvisioningRequest <workload>-<check>-1 and its PodTemplate
     pr_name = f"{wl['metadata']['name']}-gpu-provisioning-1"
-    pr = wait_for(lambda: k.get_or_none(kube.PROVREQ, pr_name, NS), 30, what=f"ProvisioningRequest {pr_name}")
+    pr = wait_for(lambda: k.get_or_none(R.PROVREQ, pr_name, NS), 30, what=f"ProvisioningRequest {pr_name}")
     assert pr["spec"]["provisioningClassName"] == "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
     assert pr["spec"]["podSets"][0]["count"] == 2
     tmpl_name = pr["spec"]["podSets"][0]["podTemplateRef"]["name"]
     assert tmpl_name == f"ppt-{pr_name}-main"
-    tmpl = k.get(kube.POD_TEMPLATE, tmpl_name, NS)
+    tmpl = k.get(R.POD_TEMPLATE, tmpl_name, NS)
     assert tmpl["template"]["spec"]["nodeSelector"] == {"agentpool": "gpupool"}
-    assert k.get(kube.JOB, name, NS)["spec"]["suspend"] is True
+    assert k.get(R.JOB, name, NS)["spec"]["suspend"] is True
 
     # 4. play the autoscaler by hand: two 8-GPU KWOK nodes, then Provisioned=True
     pool = load_pools(REPO / "manifests" / "node-pools.yaml")[0]
     nodes = [f"hand-{unique}-{i}" for i in range(2)]
     for n in nodes:
-        k.create(kube.NODE, node_manifest(pool, n, None, pr["metadata"]["uid"], f"{NS}/{pr_name}"))
+        k.create(R.NODE, node_manifest(pool, n, None, pr["metadata"]["uid"], f"{NS}/{pr_name}"))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     conds = [{"type": t, "status": "True", "reason": r, "message": "set by hand", "lastTransitionTime": now}
              for t, r in (("Accepted", "Accepted"), ("Provisioned", "CapacityIsProvisioned"))]
-    k.patch_status(kube.PROVREQ, pr_name, {"status": {"conditions": conds}}, NS)
+    k.patch_status(R.PROVREQ, pr_name, {"status": {"conditions": conds}}, NS)
 
     try:
         # 5. Admitted, unsuspended, both pods on the new nodes, Job complete
-        wait_for(lambda: kube.is_true(workload_of(k, job), "Admitted"), 60, what="Admitted=True")
-        wait_for(lambda: k.get(kube.JOB, name, NS)["spec"].get("suspend") is False, 30, what="Job unsuspended")
-        pods = wait_for(lambda: (p := k.list(kube.POD, NS, label_selector=f"job-name={name}")[0])
+        wait_for(lambda: is_true(workload_of(k, job), "Admitted"), 60, what="Admitted=True")
+        wait_for(lambda: k.get(R.JOB, name, NS)["spec"].get("suspend") is False, 30, what="Job unsuspended")
+        pods = wait_for(lambda: (p := k.list(R.POD, NS, label_selector=f"job-name={name}")[0])
                         and len(p) == 2 and all(x["spec"].get("nodeName") for x in p) and p, 60,
                         what="2 pods scheduled")
         assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(nodes)
-        wait_for(lambda: kube.is_true(k.get(kube.JOB, name, NS), "Complete"), 90, what="Job Complete")
+        wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 90, what="Job Complete")
     finally:
-        k.delete(kube.JOB, name, NS)
+        k.delete(R.JOB, name, NS)
         for n in nodes:
-            k.delete(kube.NODE, n)
+            k.delete(R.NODE, n)
 
 
 def test_invalid_kueue_object_is_rejected_by_kueues_webhook(kubeconfig, tmp_path):
@@ -93,8 +97,8 @@ spec:
 """)
     # the same path `cluster up` takes for manifests/, pointed at a directory holding the bad object
     (tmp_path / "kueue-objects.yaml").write_text(bad.read_text())
-    with pytest.raises(cluster.ClusterError) as e:
-        cluster.install_demo_objects(kubeconfig, "kwok", manifests_dir=tmp_path)
+    with pytest.raises(ClusterError) as e:
+        install_demo_objects(kubeconfig, "kwok", manifests_dir=tmp_path)
     msg = str(e.value)
     print(msg)
     assert "kueue-objects.yaml was refused" in msg
@@ -105,13 +109,13 @@ spec:
 def test_malformed_manifest_is_reported_with_its_file(tmp_path):
     bad = tmp_path / "objects.yaml"
     bad.write_text("kind: ResourceFlavor\nmetadata: {name: [unclosed\n")
-    with pytest.raises(cluster.ClusterError, match="objects.yaml: not valid YAML"):
-        cluster.load_manifest(bad)
+    with pytest.raises(ManifestError, match="objects.yaml: not valid YAML"):
+        load_manifest(bad)
     bad.write_text("kind: ResourceFlavor\nmetadata: {name: x}\n")
-    with pytest.raises(cluster.ClusterError, match="needs apiVersion, kind and metadata.name"):
-        cluster.load_manifest(bad)
+    with pytest.raises(ManifestError, match="needs apiVersion, kind and metadata.name"):
+        load_manifest(bad)
 
 
 def test_status_reports_webhooks_answer(k):
-    ok, msg = cluster.webhook_answers(k)
+    ok, msg = webhook_answers(k)
     assert ok, msg

@@ -1,10 +1,10 @@
 """Realistic API objects (plain dicts) for one Job's life under Kueue v0.19.2.
 
-Shapes follow /work/shared/notes/kueue-v0.19.2.md §1-2: a queue-labelled batch/v1 Job
+Shapes follow Kueue v0.19.2 as recorded on the demo cluster: a queue-labelled batch/v1 Job
 suspended by Kueue's webhook, its kueue.x-k8s.io/v1beta2 Workload `job-<job>-<hash>`, the
 autoscaling.x-k8s.io/v1 ProvisioningRequests `<workload>-gpu-provisioning-<attempt>`, KWOK
 nodes made by the fake autoscaler and the Job's pods.  Each `snap_*` function returns the
-keyword arguments of `demo.phases.derive` for one moment.
+keyword arguments of `demo.jobs.phases.derive` for one moment.
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ DECISION = {"tau-demo.io/admission-decision": "timed-out",
 
 
 def snap_deadline() -> dict:
-    """Deactivated by the admission-deadline controller while the ProvReq was pending (notes §2(b))."""
+    """Deactivated by the admission-deadline controller while the ProvReq was pending."""
     conditions = [
         cond("QuotaReserved", "False", "Pending", "The workload is deactivated", at=61),
         cond("Evicted", "True", "Deactivated", "The workload is deactivated", at=61),
@@ -306,7 +306,7 @@ def snap_deadline() -> dict:
 
 
 def snap_deadline_while_queued() -> dict:
-    """Deactivated by the deadline before quota was ever reserved (notes §2(a))."""
+    """Deactivated by the deadline before quota was ever reserved."""
     conditions = [cond("QuotaReserved", "False", "Pending", PENDING_MSG, at=2),
                   cond("Evicted", "True", "Deactivated", "The workload is deactivated", at=61)]
     wl = workload(conditions, None, active=False, annotations=DECISION)

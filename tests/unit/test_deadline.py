@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from demo import deadline as dl
+from demo.deadline import protocol as dl
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -136,12 +136,6 @@ def test_legacy_marks_first_and_cleans_up_an_admitted_job():
     j["metadata"]["annotations"].update(dl.arm_patch(AFTER, 5)["metadata"]["annotations"])
     d = dl.decide_legacy(j, ADMITTED, AFTER + timedelta(seconds=6))
     assert d.action == "delete" and "Admitted" in d.why
-
-
-@pytest.mark.parametrize("text,seconds", [("90s", 90), ("1m30s", 90), ("2h", 7200), ("1.5m", 90),
-                                          ("250ms", 0.25), ("45", 45)])
-def test_parse_duration(text, seconds):
-    assert dl.parse_duration(text) == pytest.approx(seconds)
 
 
 def test_commit_patch_sets_inactive_and_the_decision():

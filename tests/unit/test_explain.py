@@ -9,7 +9,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from fake_ca.explain import DEFAULT_POOLS, explain
+from demo.cli.fake_ca import explain_cmd as explain
+from demo.paths import POOLS_FILE as DEFAULT_POOLS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 KEY = "demo/job-train-5f2a1-gpu-provisioning-1"

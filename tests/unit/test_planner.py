@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fake_ca.planner import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, SUPPORTED_CLASSES, TOPOLOGY_LEVEL_LABEL, PodSet,
-                             RequestError, Verdict, gang_request, plan, pod_requests, request_from_objects,
-                             tolerates)
+from demo.k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
+from fake_ca.planner import Verdict, plan
+from fake_ca.request import SUPPORTED_CLASSES, PodSet, RequestError, gang_request, pod_requests, request_from_objects
+from fake_ca.scheduling import tolerates
 from fake_ca.pools import load_pools, node_manifest, parse_pools
 
 POOLS_FILE = Path(__file__).resolve().parents[2] / "manifests" / "node-pools.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from demo.preflight import Gang, GangError, check_gang, check_profile
+from demo.jobs.preflight import Gang, GangError, check_gang, check_profile
 from fake_ca.pools import pools_from_configmap
 
 REC = {d["kind"]: d for d in yaml.safe_load_all((Path(__file__).parent / "recorded" / "queue-objects.yaml").read_text())}

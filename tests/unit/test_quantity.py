@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_ca.quantity import MAX_MILLI, parse_quantity
+from demo.k8s.quantity import MAX_MILLI, parse_quantity
 
 
 @pytest.mark.parametrize("text, milli", [

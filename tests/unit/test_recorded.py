@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from demo import deadline as dl
-from demo import phases
+from demo.deadline import protocol as dl
+from demo.jobs import phases
 
 REC = {x["state"]: x for x in yaml.safe_load((Path(__file__).parent / "recorded" / "workloads.yaml").read_text())}
 

@@ -8,8 +8,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import k8s_objects as K
-from demo import events, timeline
-from demo.events import EventLog, snapshot_states
+from demo.timeline import svg as timeline
+from demo.timeline import log as events
+from demo.timeline.lanes import snapshot_states
+from demo.timeline.log import EventLog
 
 SVG = "{http://www.w3.org/2000/svg}"
 

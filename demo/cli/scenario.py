@@ -1,0 +1,86 @@
+"""`tau-demo scenario run` and `tau-demo race soak`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from scenarios import runner, soak
+from scenarios.controllers import ensure_controller, stop_started
+
+from ..k8s.keys import FAKE_CA_LEASE
+from .options import CONTEXT_SETTINGS, kube_options
+
+
+def _context(kubeconfig, context, auto):
+    try:
+        return runner.make_context(kubeconfig, context, auto)
+    except runner.NoCluster as e:
+        raise click.ClickException(str(e))
+
+
+@click.group("scenario", context_settings=CONTEXT_SETTINGS)
+def scenario_group():
+    """The reviewers' walkthrough: success, timeout and race paths on the real cluster."""
+
+
+@scenario_group.command("run")
+@click.argument("names", nargs=-1)
+@kube_options()
+@click.option("--auto/--pause", default=None,
+              help="never wait for input (default when AUTO=1 or stdin is not a terminal)")
+def run_cmd(names, kube_client, kubeconfig, auto):
+    """Run scenarios in order (default: all).  NAMES: all, success, timeout, race, or one of
+    success, timeout-preflight, timeout-window, timeout-deadline, race-admission-wins,
+    race-timeout-wins, race-legacy, race-interrupted-mirror.  Exit 1 if any check fails."""
+    if auto is None:
+        auto = os.environ.get("AUTO") == "1" or not sys.stdin.isatty()
+    try:
+        chosen = runner.resolve(names)
+    except KeyError as e:
+        raise click.BadParameter(f"unknown scenario {e.args[0]!r}; choose from "
+                                 f"{', '.join(list(runner.GROUPS) + list(runner.SCENARIOS))}")
+    ctx = _context(kubeconfig, kube_client.context, auto)
+    try:
+        runner.start_controllers(ctx)
+        leftovers = ctx.leftovers()
+        if leftovers:
+            raise click.ClickException(f"the demo namespace is not clean: {', '.join(leftovers)}")
+        summary = runner.run_scenarios(ctx, chosen)
+        ctx.say()
+        ctx.say("Summary")
+        for n, ok, detail in summary:
+            ctx.say(f"  {'PASS' if ok else 'FAIL'}  {n:26} {detail}")
+        leftovers = ctx.leftovers()
+        ctx.say(f"  left behind: {', '.join(leftovers) if leftovers else 'nothing'}")
+    finally:
+        stop_started(ctx)
+    if leftovers or not all(ok for _, ok, _ in summary):
+        sys.exit(1)
+
+
+@click.group("race", context_settings=CONTEXT_SETTINGS)
+def race_group():
+    """Admit-during-deactivate race tools."""
+
+
+@race_group.command("soak")
+@click.option("--runs", type=click.IntRange(1, 1000), default=30, show_default=True)
+@click.option("--seed", type=int, default=None)
+@kube_options()
+def soak_cmd(runs, seed, kube_client, kubeconfig):
+    """Repeat random interleavings of admission and deadline and check the invariants after each:
+    the owner is marked exactly when the Workload carries a committed timeout; no admitted Job is
+    ever marked or deleted; cleanup deletes only committed timeouts; no pods of a timed-out Job
+    keep running; nothing is left behind.  Exit 1 on any violation."""
+    ctx = _context(kubeconfig, kube_client.context, True)
+    try:
+        ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+        results = soak.soak(ctx, runs, seed)
+    finally:
+        stop_started(ctx)
+    click.echo(soak.soak_table(results))
+    if any(r.violations for r in results):
+        sys.exit(1)

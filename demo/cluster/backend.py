@@ -1,0 +1,44 @@
+"""The one interface both cluster backends implement, and how `auto` picks one.
+
+    check(name, options)            cheap checks before anything is built or created (ports, Docker)
+    up(name, options)  -> State     create or repair (idempotent)
+    down(name)         -> bool      stop everything, remove state; False if there was nothing
+    status(name)       -> rows      (component, ok, detail) per process
+
+The registry and the `auto` choice are in backends.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from typing import Protocol
+
+from .state import State
+
+BACKEND_NAMES = ("kwok", "kind")
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    apiserver_port: int = 0          # kwok: fixed apiserver port (0 = any free port); kind: refused unless 0
+
+
+class Backend(Protocol):
+    name: str
+    toolchain: tuple[str, ...]       # which toolchain components it needs (components.wanted(...) key)
+
+    def check(self, name: str, options: UpOptions) -> None: ...
+
+    def up(self, name: str, options: UpOptions) -> State: ...
+
+    def down(self, name: str) -> bool: ...
+
+    def status(self, name: str) -> list[tuple[str, bool, str]]: ...
+
+
+def docker_answers() -> bool:
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False

@@ -1,0 +1,96 @@
+"""Install steps both backends share once Kueue runs: the ProvisioningRequest CRD (before Kueue
+starts), KWOK's stages, the demo's Kueue objects and RBAC, the demo-cluster marker, and health."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..k8s import keys
+from ..k8s.client import Kube
+from ..k8s.errors import ApiError, Unreachable
+from ..k8s.manifests import load_manifest
+from ..k8s.objects import condition, is_true
+from ..k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, JOB
+from ..paths import MANIFESTS
+from ..toolchain.components import KWOK_MANIFESTS, PROVREQ_CRD, share_path
+from .state import ClusterError
+from .tools import apply_docs, kubectl
+
+DEMO_MANIFESTS = ("kueue-objects.yaml", "rbac.yaml")
+KWOK_UPSTREAM_STAGES = ("node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml")
+
+
+def install_provreq_crd(kubeconfig: str) -> None:
+    """Must happen before Kueue starts: Kueue registers its provisioning controller only if the
+    ProvisioningRequest API resolves at start-up."""
+    apply_docs(kubeconfig, load_manifest(share_path(PROVREQ_CRD, "provisioningrequests.yaml")),
+               "the ProvisioningRequest CRD")
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+            "crd/provisioningrequests.autoscaling.x-k8s.io")
+
+
+def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MANIFESTS) -> None:
+    for f in DEMO_MANIFESTS:
+        p = manifests_dir / f
+        if p.exists():
+            apply_docs(kubeconfig, load_manifest(p), str(p))
+    ns, name = keys.MARKER
+    marker = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": name, "namespace": ns, "labels": {keys.MANAGED_BY_LABEL: "tau-demo"}},
+              "data": {"backend": backend, "purpose": "capacity-provisioning-demo: fake nodes may be created here"}}
+    apply_docs(kubeconfig, [marker], "the demo-cluster marker")
+
+
+def kwok_stage_docs() -> list[dict]:
+    """Every KWOK Stage the demo uses: upstream's fast node/pod stages (from the kwok module) plus our
+    pod-complete with a per-pod delay.  Supplying any Stage drops kwok's defaults, so all are listed."""
+    docs: list[dict] = []
+    for f in KWOK_UPSTREAM_STAGES:
+        docs += load_manifest(share_path(KWOK_MANIFESTS, f"stages/{f}"))
+    return docs + load_manifest(MANIFESTS / "kwok" / "pod-complete.yaml")
+
+
+def wait_kueue_objects(k: Kube, timeout: float = 90) -> None:
+    """The AdmissionCheck must be Active (its ProvisioningRequestConfig resolved) and the ClusterQueue Active."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        ac = k.get_or_none(ADMISSION_CHECK, keys.CHECK_NAME)
+        cq = k.get_or_none(CLUSTER_QUEUE, keys.CLUSTER_QUEUE)
+        if is_true(ac, keys.ACTIVE) and is_true(cq, keys.ACTIVE):
+            return
+        last = (f"AdmissionCheck {keys.CHECK_NAME} Active={(condition(ac, keys.ACTIVE) or {}).get('status')}, "
+                f"ClusterQueue {keys.CLUSTER_QUEUE} Active={(condition(cq, keys.ACTIVE) or {}).get('status')} "
+                f"({(condition(cq, keys.ACTIVE) or {}).get('message', '')})")
+        time.sleep(1)
+    raise ClusterError(f"Kueue objects not active after {timeout:.0f}s: {last}")
+
+
+def webhook_answers(k: Kube) -> tuple[bool, str]:
+    """Ask Kueue's mutating webhook for real: a server-side dry-run of an unsuspended, queue-labelled Job."""
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"generateName": "webhook-probe-", "namespace": keys.DEMO_NAMESPACE,
+                        "labels": {keys.QUEUE_LABEL: keys.PROFILE}},
+           "spec": {"suspend": False, "template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    try:
+        out = k.create(JOB, job, keys.DEMO_NAMESPACE, dry_run=True)
+    except (ApiError, Unreachable) as e:
+        return False, str(e)
+    if out.get("spec", {}).get("suspend") is True:
+        return True, "Kueue's job webhook suspended a dry-run Job"
+    return False, "a dry-run Job came back unsuspended: Kueue's mutating webhook is not wired"
+
+
+def wait_apiserver(k: Kube, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    err = ""
+    while time.monotonic() < deadline:
+        try:
+            if k.raw("/readyz").strip() == "ok":
+                return
+        except (ApiError, Unreachable) as e:
+            err = str(e)
+        time.sleep(0.5)
+    raise ClusterError(f"apiserver not ready after {timeout:.0f}s: {err}")

@@ -1,0 +1,252 @@
+"""kwok backend: a kwokctl `--runtime binary` control plane plus Kueue v0.19.2 as a host process.
+
+Order matters: control plane → ProvisioningRequest CRD → Kueue
+namespace and CRDs → certificates → Kueue process → /readyz → webhook configurations →
+demo objects.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from ..k8s.client import Kube
+from ..k8s.keys import APP_NAME_LABEL, KUEUE_NAMESPACE
+from ..toolchain import versions
+from ..toolchain.components import KUEUE_MANIFESTS, bin_path, path_dirs, share_path
+from . import install, kueue_manifests, procs
+from .backend import UpOptions
+from .state import ClusterError, State, remove_state
+from .tools import apply_docs, kubectl, run_tool
+
+# Kueue v0.19.2 hard-codes these paths when internal cert management is off (cmd/kueue/main.go).
+KUEUE_FIXED_CERT_DIRS = (Path("/etc/kueue/metrics/certs"),)
+
+
+def _say(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def kwok_env(st: State) -> dict[str, str]:
+    env = dict(os.environ)
+    env["KWOK_WORKDIR"] = str(st.dir / "kwok")
+    env["PATH"] = os.pathsep.join(path_dirs() + [env.get("PATH", "")])
+    env["KWOK_KUBECTL_BINARY"] = str(bin_path("kubectl"))
+    env.setdefault("NO_PROXY", "127.0.0.1,localhost")
+    return env
+
+
+def kwok_cluster_dir(st: State) -> Path:
+    return st.dir / "kwok" / "clusters" / st.name
+
+
+def kwokctl_config(apiserver_port: int) -> list[dict]:
+    """The KwokctlConfiguration plus every Stage (supplying any Stage drops kwok's defaults)."""
+    b = bin_path
+    options = {
+        "runtime": "binary", "bindAddress": "127.0.0.1", "kubeVersion": versions.KUBERNETES,
+        "kubeApiserverBinary": str(b("kube-apiserver")), "kubeControllerManagerBinary": str(b("kube-controller-manager")),
+        "kubeSchedulerBinary": str(b("kube-scheduler")), "kubectlBinary": str(b("kubectl")),
+        "kwokControllerBinary": str(b("kwok")), "etcdBinary": str(b("etcd")), "disableQPSLimits": True,
+    }
+    if apiserver_port:
+        options["kubeApiserverPort"] = apiserver_port
+    docs: list[dict] = [{
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
+        "componentsPatches": [{"name": "kube-apiserver",
+                               "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}]}],
+    }]
+    return docs + install.kwok_stage_docs()
+
+
+def _kwokctl(st: State, *args: str, check: bool = True, timeout: float = 600):
+    return run_tool("kwokctl", *args, env=kwok_env(st), check=check, timeout=timeout, shown_args=len(args))
+
+
+def control_plane_running(st: State) -> bool:
+    d = kwok_cluster_dir(st) / "pids"
+    return d.is_dir() and all(procs.read_plain_pid(p) is not None for p in d.glob("*.pid")) and any(d.glob("*.pid"))
+
+
+# ---------------------------------------------------------------------------- Kueue process
+
+def kueue_pidfile(st: State) -> Path:
+    return st.dir / "kueue" / "kueue.pid"
+
+
+def kueue_log(st: State) -> Path:
+    return st.dir / "kueue" / "kueue.log"
+
+
+def kueue_ready(st: State) -> bool:
+    port = st.ports.get("kueue_health")
+    if not port or procs.read_pid(kueue_pidfile(st)) is None:
+        return False
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def _install_certs(st: State) -> Path:
+    pki = kwok_cluster_dir(st) / "pki"
+    webhook_dir = st.dir / "kueue" / "webhook-certs"
+    targets = [webhook_dir, *KUEUE_FIXED_CERT_DIRS]
+    for d in targets:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for src, dst in (("admin.crt", "tls.crt"), ("admin.key", "tls.key"), ("ca.crt", "ca.crt")):
+                (d / dst).write_bytes((pki / src).read_bytes())
+        except PermissionError as e:
+            raise ClusterError(
+                f"cannot write {d}: Kueue v0.19.2 outside a pod reads its metrics certificate from that fixed path "
+                "(cmd/kueue/main.go) and exits without it. Run `tau-demo cluster up` as root, or use --backend kind."
+            ) from e
+    return webhook_dir
+
+
+def start_kueue(st: State, plan: kueue_manifests.Plan) -> None:
+    cert_dir = _install_certs(st)
+    cfg = kueue_manifests.manager_config(plan.manager_config, webhook_port=st.ports["kueue_webhook"],
+                                       health_port=st.ports["kueue_health"], cert_dir=str(cert_dir))
+    cfg_path = st.dir / "kueue" / "config.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    for name in ("kueue_webhook", "kueue_health"):
+        port = st.ports[name]
+        if not procs.port_free(port):
+            raise ClusterError(f"port {port} for Kueue ({name}) is in use {procs.port_owner(port)}; "
+                               "run `tau-demo cluster down` and `up` again to pick new ports")
+    env = dict(os.environ, NAMESPACE=KUEUE_NAMESPACE)
+    procs.start([str(bin_path("kueue")), f"--config={cfg_path}", f"--kubeconfig={st.kubeconfig}",
+                 "--zap-log-level=info"], kueue_pidfile(st), kueue_log(st), env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if procs.read_pid(kueue_pidfile(st)) is None:
+            tail = "\n".join(kueue_log(st).read_text(errors="replace").splitlines()[-15:])
+            raise ClusterError(f"Kueue exited during start-up; last log lines ({kueue_log(st)}):\n{tail}")
+        if kueue_ready(st):
+            return
+        time.sleep(0.5)
+    raise ClusterError(f"Kueue did not report ready within 120s; see {kueue_log(st)}")
+
+
+def kueue_plan(st: State) -> kueue_manifests.Plan:
+    raw = share_path(KUEUE_MANIFESTS, "kueue-manifests.yaml")
+    docs = [d for d in yaml.safe_load_all(raw.read_text()) if d]
+    ca = (kwok_cluster_dir(st) / "pki" / "ca.crt").read_bytes()
+    return kueue_manifests.plan(docs, ca, st.ports["kueue_webhook"])
+
+
+# ---------------------------------------------------------------------------- up / down / status
+
+def _up(name: str, options: UpOptions) -> State:
+    apiserver_port = options.apiserver_port
+    st = State.load(name)
+    if st and control_plane_running(st):
+        _say(f"control plane {name} already running")
+    else:
+        if st:   # stale state from a crash or reboot: start over
+            _say("found stale cluster state; cleaning it up first")
+            _down(name)
+        st = State(name=name, backend="kwok", kubeconfig="",
+                   ports={"kueue_webhook": procs.free_port(), "kueue_health": procs.free_port()})
+        st.kubeconfig = str(kwok_cluster_dir(st) / "kubeconfig.yaml")
+        st.dir.mkdir(parents=True, exist_ok=True)
+        cfg = st.dir / "kwokctl.yaml"
+        cfg.write_text(yaml.safe_dump_all(kwokctl_config(apiserver_port), sort_keys=False))
+        st.save()
+        _say(f"creating control plane (kwokctl --runtime binary, Kubernetes {versions.KUBERNETES}, etcd {versions.ETCD})")
+        t0 = time.monotonic()
+        _kwokctl(st, "--config", str(cfg), "create", "cluster", "--name", name, "--runtime", "binary",
+                 "--kubeconfig", "", "--timeout", "5m", "--wait", "2m")
+        _say(f"control plane up in {time.monotonic() - t0:.1f}s")
+    k = Kube(st.kubeconfig)
+    install.wait_apiserver(k)
+    if not kueue_ready(st):
+        install.install_provreq_crd(st.kubeconfig)
+        plan = kueue_plan(st)
+        apply_docs(st.kubeconfig, plan.phase1, "Kueue's namespace and CRDs")
+        kubectl(st.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd", "-l",
+                f"{APP_NAME_LABEL}=kueue")
+        procs.stop(kueue_pidfile(st))
+        _say(f"starting Kueue {versions.KUEUE} (host process, webhook 127.0.0.1:{st.ports['kueue_webhook']})")
+        start_kueue(st, plan)
+        apply_docs(st.kubeconfig, plan.webhooks, "Kueue's webhook configurations")
+        _say(f"Kueue ready; {len(plan.dropped_webhooks)} webhooks for unused frameworks left out")
+    install.install_demo_objects(st.kubeconfig, "kwok")
+    install.wait_kueue_objects(k)
+    return st
+
+
+def _down(name: str) -> bool:
+    """Stop everything of cluster `name` and remove its state.  False if there was nothing."""
+    st = State.load(name)
+    if st is None:
+        return False
+    # webhooks first: with failurePolicy Fail they would block the apiserver's own cleanup
+    if Path(st.kubeconfig).is_file() and control_plane_running(st):
+        for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+            kubectl(st.kubeconfig, "delete", kind, "-l",  f"{APP_NAME_LABEL}=kueue",
+                            "--ignore-not-found", "--timeout=20s", check=False, timeout=30)
+    for pidfile in sorted(st.dir.glob("*/*.pid")) + sorted(st.dir.glob("*.pid")):
+        if "kwok/clusters" not in str(pidfile) and procs.stop(pidfile):
+            _say(f"stopped {pidfile.stem}")
+    if kwok_cluster_dir(st).exists():
+        _kwokctl(st, "delete", "cluster", "--name", name, check=False, timeout=120)
+        # kwokctl stops by pid file; make sure nothing it started survives
+        for pidfile in (kwok_cluster_dir(st) / "pids").glob("*.pid"):
+            pid = procs.read_plain_pid(pidfile)
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+    remove_state(name)
+    return True
+
+
+def _status(name: str) -> list[tuple[str, bool, str]]:
+    st = State.load(name)
+    if st is None:
+        return [("cluster", False, f"no cluster {name}; run `tau-demo cluster up`")]
+    rows = []
+    pids = kwok_cluster_dir(st) / "pids"
+    for p in sorted(pids.glob("*.pid")):
+        pid = procs.read_plain_pid(p)
+        rows.append((p.stem, pid is not None, f"pid {pid}" if pid else "not running"))
+    pid = procs.read_pid(kueue_pidfile(st))
+    rows.append(("kueue", kueue_ready(st), f"pid {pid}, /readyz on 127.0.0.1:{st.ports.get('kueue_health')}"
+                 if pid else f"not running (log {kueue_log(st)})"))
+    return rows
+
+
+class KwokBackend:
+    """kwokctl --runtime binary control plane; Kueue v0.19.2 as a host process."""
+    name = "kwok"
+    toolchain = ("kwok",)
+
+    def check(self, name: str, options: UpOptions) -> None:
+        st = State.load(name)
+        if st and st.backend != "kwok":
+            raise ClusterError(f"cluster {name} exists with backend {st.backend}; run `tau-demo cluster down` first")
+        port = options.apiserver_port
+        if port and not (st and control_plane_running(st)) and not procs.port_free(port):
+            raise ClusterError(f"apiserver port {port} is already in use {procs.port_owner(port)}. "
+                               "Free it, choose another with --apiserver-port, or pass --apiserver-port 0 for a free one.")
+
+    def up(self, name: str, options: UpOptions) -> State:
+        self.check(name, options)
+        return _up(name, options)
+
+    def down(self, name: str) -> bool:
+        return _down(name)
+
+    def status(self, name: str) -> list[tuple[str, bool, str]]:
+        return _status(name)
+
+
+BACKEND = KwokBackend()

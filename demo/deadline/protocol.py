@@ -1,0 +1,198 @@
+"""The admission-deadline protocol, as pure decisions over plain objects (no I/O).
+
+The reviewed design marked the owner Job terminal, then deactivated the Workload, then ran
+TTL cleanup on the next reconcile.  Kueue can admit in between: the Workload patch
+conflicts, the owner keeps its terminal mark, the next reconcile sees an admitted Workload
+and cleans up a running Job.  This protocol fixes the order:
+
+1. Decide and commit on ONE object, the Workload, guarded by its resourceVersion: while it
+   is not Admitted and the deadline has passed, one merge patch sets spec.active=false and
+   the decision annotation.  A 409 means the Workload changed since the read: read again
+   and decide again.  Admitted (or Finished) means admission won, for good.
+2. Mirror only a committed timeout to the owner Job (terminal annotations).
+3. Arm cleanup (a TTL annotation) only after the mirror is written.
+4. Recovery, on every reconcile: a committed Workload whose owner lacks the mirror gets it;
+   a mirror whose Workload carries no committed timeout (or is Admitted) is removed with its
+   cleanup; cleanup deletes an owner only while its Workload still carries the committed
+   timeout and is not Admitted.
+
+Every step is idempotent, so a controller killed at any point converges on restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..k8s.duration import BadDuration, parse_duration
+from ..k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION,
+                        DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, FINISHED, MIRROR_KEYS, TERMINAL_REASON_ANNOTATION,
+                        TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
+from ..k8s.objects import annotations, created_at, format_time, is_true, meta, parse_time, spec
+
+
+class BadDeadline(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------------------- reading objects
+
+def admitted(wl: dict | None) -> bool:
+    """Admission won: Admitted=True, or the workload already finished."""
+    return is_true(wl, ADMITTED) or is_true(wl, FINISHED)
+
+
+def committed_timeout(wl: dict | None) -> bool:
+    return annotations(wl).get(DECISION_ANNOTATION) == TIMED_OUT
+
+
+def mirrored(job: dict | None) -> bool:
+    return annotations(job).get(TERMINAL_REASON_ANNOTATION) == ADMISSION_TIMEOUT
+
+
+def cleanup_after(job: dict | None) -> datetime | None:
+    return parse_time(annotations(job).get(CLEANUP_AFTER_ANNOTATION))
+
+
+def deadline_of(job: dict) -> datetime | None:
+    """The absolute deadline: Job creation + its deadline annotation.  None without the annotation;
+    BadDeadline when the annotation or the creation time is malformed."""
+    raw = annotations(job).get(DEADLINE_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        seconds = parse_duration(raw)
+    except BadDuration as e:
+        raise BadDeadline(str(e)) from None
+    if seconds <= 0:
+        raise BadDeadline(f"{raw!r} must be positive")
+    created = created_at(job)
+    if created is None:
+        raise BadDeadline("the Job has no creationTimestamp")
+    return created + timedelta(seconds=seconds)
+
+
+# ---------------------------------------------------------------------------- decisions
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do next.  `action` is one of:
+    none         nothing to do now or ever for this reason (explained in `why`)
+    wait         check again after `after` seconds
+    commit       patch the Workload at `resource_version`: spec.active=false + decision annotation
+    mirror       write the terminal annotations on the owner Job
+    arm-cleanup  write the cleanup-after annotation on the owner Job
+    delete       delete the owner Job (its cleanup TTL expired)
+    unmark       remove a stale mirror and disarm cleanup on the owner Job
+    """
+    action: str
+    why: str
+    after: float | None = None
+    resource_version: str | None = None
+
+
+def _deadline_or_none(job: dict) -> "datetime | Decision":
+    """The job's absolute deadline, or the no-action Decision that explains why there is none."""
+    try:
+        deadline = deadline_of(job)
+    except BadDeadline as e:
+        return Decision("none", f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
+    if deadline is None:
+        return Decision("none", "no admission deadline")
+    return deadline
+
+
+def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decision:
+    """Step 1: the admission-versus-timeout decision, committed on the Workload only."""
+    if job is None:
+        return Decision("none", "owner Job is gone")
+    if wl is None:
+        return Decision("none", "no Workload yet")
+    rv = meta(wl).get("resourceVersion")
+    if committed_timeout(wl):
+        return Decision("none", "timeout already committed on the Workload")
+    if admitted(wl):
+        return Decision("none", f"Workload rv {rv} is Admitted: admission won, no action")
+    deadline = _deadline_or_none(job)
+    if isinstance(deadline, Decision):
+        return deadline
+    if spec(wl).get("active") is False:
+        return Decision("none", f"Workload rv {rv} was deactivated by someone else; no action")
+    left = (deadline - now).total_seconds()
+    if left > 0:
+        return Decision("wait", f"deadline in {left:.1f}s", after=left)
+    return Decision("commit", f"deadline passed {-left:.1f}s ago; Workload rv {rv} not admitted; committing timeout",
+                    resource_version=rv)
+
+
+def decide_owner(job: dict | None, wl: dict | None, now: datetime) -> Decision:
+    """Steps 2-4: mirror a committed timeout, arm cleanup after the mirror, clean up, recover."""
+    if job is None:
+        return Decision("none", "owner Job is gone")
+    wl_name = meta(wl).get("name")
+    committed = wl is not None and committed_timeout(wl) and not admitted(wl)
+    if not committed:
+        if mirrored(job) or cleanup_after(job) or any(k in annotations(job) for k in MIRROR_KEYS):
+            why = ("Workload is Admitted" if admitted(wl) else
+                   "no Workload" if wl is None else "Workload carries no committed timeout")
+            return Decision("unmark", f"stale terminal mark on the Job ({why}); removing it and disarming cleanup")
+        return Decision("none", "nothing to mirror")
+    if not mirrored(job) or annotations(job).get(TERMINAL_WORKLOAD_ANNOTATION) != wl_name:
+        return Decision("mirror", f"Workload {wl_name} carries a committed timeout; mirroring it to the Job")
+    return _cleanup_timer(job, now, "mirror written; arming cleanup", "cleanup",
+                          lambda late: f"cleanup TTL expired {late:.1f}s ago and Workload {wl_name} still carries "
+                                       "the committed timeout; deleting the Job")
+
+
+def _cleanup_timer(job: dict, now: datetime, arm_why: str, wait_what: str, delete_why) -> Decision:
+    """The cleanup TTL on a marked Job: arm it, wait for it, or delete (delete_why(seconds late))."""
+    due = cleanup_after(job)
+    if due is None:
+        return Decision("arm-cleanup", arm_why)
+    left = (due - now).total_seconds()
+    if left > 0:
+        return Decision("wait", f"{wait_what} in {left:.1f}s", after=left)
+    return Decision("delete", delete_why(-left))
+
+
+def decide_legacy(job: dict | None, wl: dict | None, now: datetime) -> Decision:
+    """The reviewed design's order, kept only to reproduce its bug: mark the owner terminal
+    first (and arm its TTL), then deactivate; on a later reconcile an owner with a terminal
+    mark gets TTL cleanup whatever the Workload says."""
+    if job is None or wl is None:
+        return Decision("none", "nothing to do")
+    if mirrored(job):
+        state = "Admitted" if admitted(wl) else "not admitted"
+        return _cleanup_timer(job, now, "LEGACY: owner marked terminal; arming TTL cleanup", "LEGACY: TTL cleanup",
+                              lambda late: f"LEGACY: TTL expired; deleting the Job (its Workload is {state})")
+    if admitted(wl):
+        return Decision("none", "Workload is Admitted")
+    deadline = _deadline_or_none(job)
+    if isinstance(deadline, Decision):
+        return deadline
+    left = (deadline - now).total_seconds()
+    if left > 0:
+        return Decision("wait", f"deadline in {left:.1f}s", after=left)
+    return Decision("mirror", "LEGACY: deadline passed; marking the owner terminal, then deactivating",
+                    resource_version=meta(wl).get("resourceVersion"))
+
+
+# ---------------------------------------------------------------------------- the patches
+
+def commit_patch(now: datetime) -> dict:
+    return {"metadata": {"annotations": {DECISION_ANNOTATION: TIMED_OUT, DECISION_TIME_ANNOTATION: format_time(now, micro=True)}},
+            "spec": {"active": False}}
+
+
+def mirror_patch(wl_name: str, now: datetime) -> dict:
+    return {"metadata": {"annotations": {TERMINAL_REASON_ANNOTATION: ADMISSION_TIMEOUT,
+                                         TERMINAL_TIME_ANNOTATION: format_time(now, micro=True),
+                                         TERMINAL_WORKLOAD_ANNOTATION: wl_name}}}
+
+
+def arm_patch(now: datetime, ttl: float) -> dict:
+    return {"metadata": {"annotations": {CLEANUP_AFTER_ANNOTATION: format_time(now + timedelta(seconds=ttl), micro=True)}}}
+
+
+def unmark_patch() -> dict:
+    return {"metadata": {"annotations": {k: None for k in MIRROR_KEYS}}}

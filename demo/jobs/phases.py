@@ -1,0 +1,441 @@
+"""Where a capacity-provisioned GPU Job is in its life, derived from plain API objects.
+
+`derive()` is a pure function of what the caller listed (Job, its Workload, the
+ProvisioningRequests, the Job's pods and the nodes) and returns five phases:
+
+    Submitted -> Quota reserved -> Capacity provisioning -> Pod scheduling -> Running
+
+Each phase is "done", "active", "failed" or "pending".  Phases are evaluated in order;
+the first one that is not done is the active (or failed) one and the rest are pending.
+The shapes read here are those of Kueue v0.19.2 (kueue.x-k8s.io/v1beta2 Workload) and
+autoscaling.x-k8s.io/v1 ProvisioningRequest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable
+
+from ..k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, CHECK_NAME, CHECK_PENDING, CHECK_READY, CHECK_REJECTED, CHECK_RESET_PREFIX,
+                        CHECK_RETRY, DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DECISION_ANNOTATION,
+                        EVICTED, FAILED, FINISHED, GPU, JOB_COMPLETE, JOB_FAILED, POD_SCHEDULED, POOL_LABEL,
+                        PROVISIONED, PROVREQ_CONDITIONS, PROVREQ_UID_ANNOTATION, QUEUE_LABEL, QUOTA_RESERVED,
+                        REQUEUED, REQUEUED_BY_ADMISSION_CHECK, TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION,
+                        TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
+from ..k8s.objects import Obj, annotations, condition, deleting, is_true, labels
+from ..k8s.objects import meta as _meta
+from ..k8s.objects import spec as _spec
+from ..k8s.objects import status as _status
+from ..k8s.quantity import format_quantity, parse_quantity_exact
+
+PHASES = ("Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running")
+STATES = ("done", "active", "failed", "pending")
+SYMBOLS = {"done": "✓", "active": "…", "failed": "✗", "pending": "·"}
+NAME_WIDTH = 22
+
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    state: str   # "done" | "active" | "failed" | "pending"
+    detail: str
+
+
+@dataclass(frozen=True)
+class View:
+    phases: tuple[Phase, ...]
+    outcome: str   # "waiting" | "running" | "succeeded" | "failed"
+    reason: str    # why it failed / what it waits for; "" otherwise
+
+    def render(self) -> str:
+        """One line per phase: two spaces, symbol, space, name padded to 22, space, detail."""
+        lines = []
+        for p in self.phases:
+            lines.append(f"  {SYMBOLS[p.state]} {p.name.ljust(NAME_WIDTH)} {p.detail}".rstrip())
+        return "\n".join(lines)
+
+    def phase(self, name: str) -> Phase:
+        for p in self.phases:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+# ------------------------------------------------------------------ small object helpers
+
+def check_state(workload: Obj | None, check_name: str) -> Obj | None:
+    """The workload's status.admissionChecks[] entry named `check_name`, or None."""
+    for c in _status(workload).get("admissionChecks") or []:
+        if c.get("name") == check_name:
+            return c
+    return None
+
+
+def provreq_attempt(provreq: Obj, check_name: str = CHECK_NAME) -> int | None:
+    """The attempt number from a ProvisioningRequest named `<workload>-<check>-<attempt>`."""
+    m = re.search(rf"-{re.escape(check_name)}-([0-9]+)$", _meta(provreq).get("name", ""))
+    return int(m.group(1)) if m else None
+
+
+def workload_provreqs(workload: Obj | None, provreqs: Iterable[Obj],
+                      check_name: str = CHECK_NAME) -> list[Obj]:
+    """The ProvisioningRequests of `workload` for `check_name`, oldest attempt first.
+
+    A ProvReq belongs to the workload if the workload owns it or its name has the
+    `<workload>-<check>-` prefix.  Without a workload every ProvReq given is kept.
+    """
+    wl_name = _meta(workload).get("name")
+    wl_uid = _meta(workload).get("uid")
+    mine = []
+    for pr in provreqs:
+        if workload is not None:
+            owned = bool(wl_uid) and any(o.get("uid") == wl_uid for o in _meta(pr).get("ownerReferences") or [])
+            named = bool(wl_name) and _meta(pr).get("name", "").startswith(f"{wl_name}-{check_name}-")
+            if not (owned or named):
+                continue
+        mine.append(pr)
+
+    def key(pr: Obj) -> tuple[int, str, str]:
+        attempt = provreq_attempt(pr, check_name)
+        return (attempt if attempt is not None else -1,
+                _meta(pr).get("creationTimestamp") or "", _meta(pr).get("name", ""))
+
+    return sorted(mine, key=key)
+
+
+def true_provreq_conditions(provreq: Obj) -> list[str]:
+    return [t for t in PROVREQ_CONDITIONS if is_true(provreq, t)]
+
+
+def job_finished(job: Obj | None) -> str | None:
+    """"succeeded" / "failed" from the Job's Complete / Failed conditions, else None."""
+    if is_true(job, JOB_COMPLETE):
+        return "succeeded"
+    if is_true(job, JOB_FAILED):
+        return "failed"
+    return None
+
+
+def job_parallelism(job: Obj | None) -> int:
+    """How many pods the Job runs at once: spec.parallelism (default 1), capped by completions."""
+    spec = _spec(job)
+    par = spec.get("parallelism")
+    par = 1 if par is None else int(par)
+    comp = spec.get("completions")
+    if comp is not None and int(comp) < par:
+        par = int(comp)
+    return max(par, 1)
+
+
+def pod_phase(pod: Obj) -> str:
+    return _status(pod).get("phase") or "Pending"
+
+
+# ------------------------------------------------------------------------- quantities
+
+def _sum_quantities(values: list[Any]) -> str:
+    if len(values) == 1:
+        return str(values[0])
+    try:
+        return format_quantity(sum((parse_quantity_exact(v) for v in values), Fraction(0)))
+    except ValueError:
+        return "+".join(str(v) for v in values)
+
+
+def quota_summary(workload: Obj | None) -> str:
+    """"16 nvidia.com/gpu on ClusterQueue gpu-a100 (flavor a100-scale)" from status.admission."""
+    admission = _status(workload).get("admission") or {}
+    usage: dict[str, list[Any]] = {}
+    flavors: dict[str, set[str]] = {}
+    for psa in admission.get("podSetAssignments") or []:
+        for res, qty in (psa.get("resourceUsage") or {}).items():
+            usage.setdefault(res, []).append(qty)
+        for res, flavor in (psa.get("flavors") or {}).items():
+            flavors.setdefault(res, set()).add(flavor)
+    all_flavors: set[str] = set().union(*flavors.values()) if flavors else set()
+    if GPU in usage:
+        what = f"{_sum_quantities(usage[GPU])} {GPU}"
+        used_flavors = flavors.get(GPU) or all_flavors
+    elif usage:
+        what = ", ".join(f"{res} {_sum_quantities(usage[res])}" for res in sorted(usage))
+        used_flavors = all_flavors
+    else:
+        what = "quota"
+        used_flavors = all_flavors
+    text = what
+    cq = admission.get("clusterQueue")
+    if cq:
+        text += f" on ClusterQueue {cq}"
+    if used_flavors:
+        names = sorted(used_flavors)
+        text += f" ({'flavor' if len(names) == 1 else 'flavors'} {', '.join(names)})"
+    return text
+
+
+def pool_line(pool: str, nodes: list[Obj], max_nodes: int) -> str:
+    """"Node pool gpupool: 1/2 nodes": live (not deleting) nodes labelled with the pool."""
+    n = sum(1 for node in nodes if labels(node).get(POOL_LABEL) == pool and not deleting(node))
+    return f"Node pool {pool}: {n}/{max_nodes} nodes"
+
+
+# ------------------------------------------------------------------------- derivation
+
+@dataclass
+class _Facts:
+    job: Obj | None
+    workload: Obj | None
+    provreqs: list[Obj]          # this workload's, oldest attempt first
+    pods: list[Obj]              # live pods of the job
+    nodes: list[Obj]
+    check_name: str
+    check: Obj | None
+    need: int
+
+    @property
+    def job_started(self) -> bool:
+        """Kueue unsuspends a managed Job only once its Workload is admitted."""
+        return self.job is not None and _spec(self.job).get("suspend") is False
+
+    @property
+    def inactive(self) -> bool:
+        wl = self.workload
+        if wl is None:
+            return False
+        if _spec(wl).get("active") is False:
+            return True
+        ev = condition(wl, EVICTED)
+        return bool(ev) and ev.get("status") == "True" and str(ev.get("reason", "")).startswith(DEACTIVATED)
+
+    @property
+    def quota_was_reserved(self) -> bool:
+        """Quota is or was reserved for the workload's current life.
+
+        Besides QuotaReserved/Admitted/status.admission: the job reconciler writes
+        Requeued=False only when it clears a reservation after an eviction, and a
+        check only leaves Pending once quota is reserved.
+        """
+        wl = self.workload
+        if wl is None:
+            return False
+        if is_true(wl, QUOTA_RESERVED) or is_true(wl, ADMITTED) or _status(wl).get("admission"):
+            return True
+        rq = condition(wl, REQUEUED)
+        if rq is not None and rq.get("status") == "False":
+            return True
+        return self.check is not None and self.check.get("state") in (CHECK_READY, CHECK_RETRY, CHECK_REJECTED)
+
+    def newest_provreq(self) -> Obj | None:
+        return self.provreqs[-1] if self.provreqs else None
+
+    def evicted(self) -> Obj | None:
+        ev = condition(self.workload, EVICTED)
+        return ev if ev is not None and ev.get("status") == "True" else None
+
+    def cause(self) -> str:
+        """Why the workload was deactivated, in one phrase."""
+        if annotations(self.workload).get(DECISION_ANNOTATION) == TIMED_OUT:
+            return "admission deadline passed: workload deactivated"
+        ev = self.evicted()
+        check = self.check or {}
+        if check.get("state") == CHECK_REJECTED:
+            msg = check.get("message") or (ev or {}).get("message") or ""
+            return f"rejected by admission check: {msg}" if msg else "rejected by admission check"
+        if ev is not None and ev.get("reason") == DEACTIVATED_DUE_TO_ADMISSION_CHECK:
+            msg = ev.get("message") or ""
+            return f"rejected by admission check: {msg}" if msg else "rejected by admission check"
+        if ev is not None:
+            return ev.get("message") or f"evicted ({ev.get('reason', '')})"
+        return "workload deactivated (spec.active=false)"
+
+    def attempt(self) -> int | None:
+        pr = self.newest_provreq()
+        n = provreq_attempt(pr, self.check_name) if pr else None
+        return n
+
+    def terminal_failure(self) -> str | None:
+        """A Job-level failure that ends everything: the deadline mirror or Job Failed=True."""
+        ann = annotations(self.job)
+        reason = ann.get(TERMINAL_REASON_ANNOTATION)
+        if reason:
+            msg = "admission deadline passed" if reason == ADMISSION_TIMEOUT else "Job marked terminal"
+            if ann.get(TERMINAL_TIME_ANNOTATION):
+                msg += f" at {ann[TERMINAL_TIME_ANNOTATION]}"
+            if ann.get(TERMINAL_WORKLOAD_ANNOTATION):
+                msg += f" (Workload {ann[TERMINAL_WORKLOAD_ANNOTATION]} deactivated)"
+            return f"{reason}: {msg}"
+        failed = condition(self.job, JOB_FAILED)
+        if failed is not None and failed.get("status") == "True":
+            return _reason_message(failed)
+        return None
+
+
+def _reason_message(cond: Obj) -> str:
+    reason, msg = cond.get("reason") or "", cond.get("message") or ""
+    if reason and msg:
+        return f"{reason}: {msg}"
+    return reason or msg or cond.get("type", "")
+
+
+def _submitted(f: _Facts) -> tuple[str, str]:
+    if f.job is None:
+        return "active", "waiting for the Job"
+    # Kueue's webhook suspends a queue-labelled Job at creation, so a labelled Job was
+    # suspended when first seen even if it has been unsuspended since.
+    suspended = _spec(f.job).get("suspend") is True or QUEUE_LABEL in labels(f.job)
+    return "done", "Job applied (suspended)" if suspended else "Job applied"
+
+
+def _quota(f: _Facts) -> tuple[str, str]:
+    wl = f.workload
+    if wl is None:
+        if f.job_started or job_finished(f.job) == "succeeded":
+            return "done", "quota was reserved (the Workload no longer exists)"
+        return "active", "waiting for Kueue to create the Workload"
+    if is_true(wl, QUOTA_RESERVED) or is_true(wl, ADMITTED) or (
+            is_true(wl, FINISHED) and _status(wl).get("admission")):
+        return "done", quota_summary(wl)
+    if f.job_started:
+        return "done", quota_summary(wl) if _status(wl).get("admission") else "quota was reserved"
+    if f.inactive:
+        if f.quota_was_reserved:
+            return "done", "quota was reserved (released on eviction)"
+        return "failed", f.cause()
+    rq = condition(wl, REQUEUED)
+    if rq is not None and rq.get("status") == "False" and rq.get("reason") == REQUEUED_BY_ADMISSION_CHECK:
+        # Retry backoff: the eviction released the quota until requeueState.requeueAt.
+        n = (f.check or {}).get("retryCount") or f.attempt()
+        until = (_status(wl).get("requeueState") or {}).get("requeueAt")
+        text = f"retry after attempt {n}: " if n else "retry: "
+        return "active", text + (f"quota released, requeued at {until}" if until else "quota released, requeued")
+    qr = condition(wl, QUOTA_RESERVED)
+    if qr is not None and qr.get("status") == "False" and qr.get("message"):
+        return "active", qr["message"]
+    return "active", "waiting for Kueue to reserve quota"
+
+
+def _capacity(f: _Facts) -> tuple[str, str]:
+    wl, check = f.workload, f.check or {}
+    state = check.get("state") or CHECK_PENDING
+    if state == CHECK_REJECTED:
+        return "failed", f.cause()
+    if is_true(wl, ADMITTED) or f.job_started or (wl is None and job_finished(f.job) == "succeeded"):
+        return "done", _booked(f)
+    if f.inactive:
+        return "failed", f.cause()
+    if state == CHECK_READY:
+        return "done", _booked(f)
+    msg = check.get("message") or ""
+    if msg.startswith(CHECK_RESET_PREFIX):
+        msg = ""
+    pr = f.newest_provreq()
+    if not msg and pr is not None:
+        failed, prov = condition(pr, FAILED), condition(pr, PROVISIONED)
+        if failed is not None and failed.get("status") == "True" and failed.get("message"):
+            msg = failed["message"]
+        elif prov is not None and prov.get("message"):
+            msg = prov["message"]
+    if not msg:
+        msg = "waiting for the autoscaler"
+    if state == CHECK_RETRY:
+        n = f.attempt() or (int(check.get("retryCount") or 0) + 1)
+        msg = f"retry after attempt {n}: {msg}"
+    return "active", msg
+
+
+def _booked(f: _Facts) -> str:
+    provisioned = [pr for pr in f.provreqs if is_true(pr, PROVISIONED)]
+    uid = _meta(provisioned[-1]).get("uid") if provisioned else None
+    booked = [n for n in f.nodes if uid and annotations(n).get(PROVREQ_UID_ANNOTATION) == uid]
+    if not booked:
+        # Kueue may have deleted the request by now: fall back to the autoscaler's nodes the pods ran on
+        used = {_spec(p).get("nodeName") for p in f.pods}
+        booked = [n for n in f.nodes if _meta(n).get("name") in used and annotations(n).get(PROVREQ_UID_ANNOTATION)]
+    if not booked:
+        return "capacity found on existing nodes"
+    pools = sorted({labels(n).get(POOL_LABEL) for n in booked if labels(n).get(POOL_LABEL)})
+    text = f"capacity booked on {len(booked)} node(s)"
+    return text + (f" of {', '.join(pools)}" if pools else "")
+
+
+def _scheduling(f: _Facts) -> tuple[str, str]:
+    bound = [p for p in f.pods if _spec(p).get("nodeName")]
+    names = sorted({_spec(p)["nodeName"] for p in bound})
+    if len(bound) >= f.need or job_finished(f.job) == "succeeded":
+        if not bound:
+            return "done", "scheduled (the pods no longer exist)"
+        count = f"{len(bound)}/{f.need}" if len(bound) <= f.need else f"{len(bound)} pods"
+        return "done", f"{count} on {', '.join(names)}"
+    if _spec(f.job).get("suspend") is not False:
+        return "active", "waiting for Kueue to unsuspend the Job"
+    text = f"{len(bound)}/{f.need} scheduled"
+    for p in f.pods:
+        c = condition(p, POD_SCHEDULED)
+        if not _spec(p).get("nodeName") and c is not None and c.get("status") == "False" and c.get("message"):
+            text += f" ({c.get('reason') or 'Unschedulable'}: {c['message']})"
+            break
+    return "active", text
+
+
+def _running_pods(f: _Facts) -> int:
+    return sum(1 for p in f.pods if pod_phase(p) == "Running")
+
+
+def _running(f: _Facts) -> tuple[str, str]:
+    job = f.job
+    if is_true(job, JOB_COMPLETE):
+        st, sp = _status(job), _spec(job)
+        completions = sp.get("completions")
+        completions = job_parallelism(job) if completions is None else int(completions)
+        return "done", f"Succeeded ({int(st.get('succeeded') or 0)}/{completions} completions)"
+    failure = f.terminal_failure()
+    if failure:
+        return "failed", failure
+    running = _running_pods(f)
+    finished = sum(1 for p in f.pods if pod_phase(p) == "Succeeded")
+    if running or finished:
+        done = f", {finished} finished" if finished else ""
+        return "active", f"Running ({running}/{f.need} pods{done})"
+    return "active", f"waiting for pods to start (0/{f.need} running)"
+
+
+_EVALUATORS = (_submitted, _quota, _capacity, _scheduling, _running)
+
+
+def derive(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj],
+           nodes: list[Obj], check_name: str = CHECK_NAME) -> View:
+    """The phase view of one Job.  `pods` are the Job's pods (the caller filters them)."""
+    facts = _Facts(
+        job=job, workload=workload,
+        provreqs=workload_provreqs(workload, provreqs or [], check_name),
+        pods=[p for p in pods or [] if not deleting(p)],
+        nodes=list(nodes or []), check_name=check_name,
+        check=check_state(workload, check_name), need=job_parallelism(job),
+    )
+    terminal = facts.terminal_failure()
+    phases: list[Phase] = []
+    blocked = False
+    for name, evaluate in zip(PHASES, _EVALUATORS):
+        if blocked:
+            phases.append(Phase(name, "pending", ""))
+            continue
+        state, detail = evaluate(facts)
+        if state == "active" and terminal:
+            # The Job ended (deadline mirror or Failed=True) while this phase was open.
+            state, detail = "failed", terminal
+        phases.append(Phase(name, state, detail))
+        blocked = state != "done"
+
+    failed = next((p for p in phases if p.state == "failed"), None)
+    active = next((p for p in phases if p.state == "active"), None)
+    if failed is not None:
+        outcome, reason = "failed", failed.detail
+    elif all(p.state == "done" for p in phases):
+        outcome, reason = "succeeded", ""
+    else:
+        all_running = active is not None and active.name == "Running" and _running_pods(facts) >= facts.need
+        outcome = "running" if all_running else "waiting"
+        reason = active.detail if active is not None else ""
+    return View(phases=tuple(phases), outcome=outcome, reason=reason)

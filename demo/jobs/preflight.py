@@ -1,0 +1,108 @@
+"""Layer 1 of the bounded wait: submit-time checks, as pure functions over cluster objects.
+
+1. The profile (a LocalQueue) is ProvisioningReady: its ClusterQueue has an Active
+   AdmissionCheck with controller kueue.x-k8s.io/provisioning-request whose
+   ProvisioningRequestConfig exists with a non-empty class.
+2. The gang fits the pool's max, read from the pool table the autoscaler publishes.
+
+The reads are in submit.py; these functions only decide.
+
+Exit codes: 0 ready and fits; 1 not ready / unknown profile / bad input; 2 never fits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from fake_ca import planner
+from fake_ca.request import gang_request
+
+from ..k8s.keys import ACTIVE, DEMO_NAMESPACE, GPU, PROVISIONING_CONTROLLER
+from ..k8s.objects import condition
+
+
+class GangError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Gang:
+    pods: int
+    gpus: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Gang":
+        m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text or "")
+        if not m:
+            raise GangError(f"--gang {text!r}: expected PODSxGPUS, e.g. 2x8")
+        pods, gpus = int(m.group(1)), int(m.group(2))
+        if not 1 <= pods <= 1000 or not 1 <= gpus <= 64:
+            raise GangError(f"--gang {text!r}: 1..1000 pods of 1..64 GPUs each")
+        return cls(pods, gpus)
+
+    def __str__(self) -> str:
+        return f"{self.pods}x{self.gpus}"
+
+
+@dataclass
+class Result:
+    code: int
+    lines: list[str] = field(default_factory=list)
+    flavor: dict | None = None
+
+
+def _true(obj, ctype):
+    c = condition(obj, ctype)
+    if c is None:
+        return False, "no condition yet"
+    return c.get("status") == "True", c.get("message", "")
+
+
+def check_profile(profile: str, local_queue: dict | None, cluster_queue: dict | None,
+                  admission_checks: dict[str, dict], prov_configs: dict[str, dict]) -> Result:
+    """ProvisioningReady for a profile.  Returns code 0 with the flavor of the checked resource group."""
+    def no(why: str) -> Result:
+        return Result(1, [f"preflight: profile {profile} ProvisioningReady=False: {why}"])
+
+    if local_queue is None:
+        return Result(1, [f"preflight: unknown profile {profile!r}: no LocalQueue of that name in the namespace"])
+    cq_name = (local_queue.get("spec") or {}).get("clusterQueue")
+    if cluster_queue is None:
+        return no(f"LocalQueue {profile} points to ClusterQueue {cq_name!r}, which does not exist")
+    spec = cluster_queue.get("spec") or {}
+    names = [c.get("name") for c in ((spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or [])]
+    names += [c for c in spec.get("admissionChecks") or [] if isinstance(c, str)]
+    prov = []
+    for n in names:
+        ac = admission_checks.get(n)
+        if ac and (ac.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
+            prov.append(ac)
+    if not prov:
+        return no(f"ClusterQueue {cq_name} has no AdmissionCheck with controller {PROVISIONING_CONTROLLER}; "
+                  "without it Kueue admits without waiting for capacity")
+    for ac in prov:
+        name = ac["metadata"]["name"]
+        active, msg = _true(ac, ACTIVE)
+        if not active:
+            return no(f"AdmissionCheck {name} is not Active ({msg})")
+        params = (ac.get("spec") or {}).get("parameters") or {}
+        prc = prov_configs.get(params.get("name", ""))
+        if params.get("kind") != "ProvisioningRequestConfig" or prc is None:
+            return no(f"AdmissionCheck {name} parameters do not resolve to a ProvisioningRequestConfig")
+        if not ((prc.get("spec") or {}).get("provisioningClassName") or "").strip():
+            return no(f"ProvisioningRequestConfig {prc['metadata']['name']} has no provisioningClassName")
+    flavors = [f.get("name") for rg in spec.get("resourceGroups") or []
+               if GPU in (rg.get("coveredResources") or []) for f in rg.get("flavors") or []]
+    return Result(0, [f"preflight: profile {profile} ProvisioningReady=True"], flavor={"names": flavors})
+
+
+def check_gang(gang: Gang, pools, flavor: dict | None, namespace: str = DEMO_NAMESPACE) -> Result:
+    """Does the gang fit a pool's max?  Plans against an empty pool, as the autoscaler would from zero."""
+    spec = (flavor or {}).get("spec") or {}
+    req = gang_request(namespace, "preflight", gang.pods, gang.gpus,
+                               node_selector=spec.get("nodeLabels") or None,
+                               tolerations=spec.get("tolerations") or None)
+    verdict = planner.plan(req, pools, [], [])
+    detail = verdict.line("x").split(": ", 1)[1]
+    return Result(0 if verdict.fits else 2, [f"preflight: {detail}"])

@@ -1,0 +1,196 @@
+"""The one place that talks to the Kubernetes API.  Everything is plain dicts.
+
+Split like kopf: resources (resources.py), errors (errors.py), and here the verbs: fetching
+(get, list), patching (merge patch with an optional resourceVersion precondition, status patch,
+server-side apply), creating/deleting, and watching (a list+watch stream that resumes from the
+last resourceVersion and relists after 410 Gone or a dropped connection).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.parse
+from typing import Any, Iterator
+
+import urllib3
+from kubernetes import client, config
+
+from .errors import Gone, NotFound, Unreachable, from_response
+from .objects import Obj
+from .resources import Resource
+
+log = logging.getLogger(__name__)
+
+
+class Kube:
+    """A connection to one cluster."""
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None,
+                 impersonate: str | None = None, timeout: float = 30.0):
+        cfg = client.Configuration()
+        try:
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        except config.ConfigException as e:
+            raise Unreachable(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
+        cfg.retries = False
+        self.api = client.ApiClient(cfg)
+        if impersonate:
+            self.api.set_default_header("Impersonate-User", impersonate)
+        self.timeout = timeout
+        self.host = cfg.host
+
+    # -- transport
+    def _call(self, method: str, path: str, query: dict | None = None, body: Any = None,
+              content_type: str = "application/json", stream: bool = False, timeout: float | None = None):
+        url = self.api.configuration.host + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers.update(self.api.default_headers)
+        self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
+        try:   # the REST client serialises dict bodies as JSON for json and yaml content types
+            resp = self.api.rest_client.request(method, url, headers=headers, body=body,
+                                                _request_timeout=timeout or self.timeout)
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise Unreachable(f"apiserver {self.api.configuration.host} did not answer {method} {path}: {e}") from e
+        except client.ApiException as e:
+            raise Unreachable(f"apiserver {self.api.configuration.host}: {e.reason}") from e
+        if stream:
+            if resp.status >= 300:
+                raise from_response(resp.status, resp.read())
+            return resp.response
+        raw = resp.read()
+        if resp.status >= 300:
+            raise from_response(resp.status, raw)
+        return json.loads(raw) if raw else {}
+
+    # -- fetching
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        return self._call("GET", res.path(namespace, name))
+
+    def get_or_none(self, res: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        try:
+            return self.get(res, name, namespace)
+        except NotFound:
+            return None
+
+    def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> tuple[list[Obj], str]:
+        out = self._call("GET", res.path(namespace),
+                         {"labelSelector": label_selector, "fieldSelector": field_selector})
+        for item in out.get("items", []):
+            item.setdefault("apiVersion", res.api_version)
+            item.setdefault("kind", res.kind)
+        return out.get("items", []), out.get("metadata", {}).get("resourceVersion", "")
+
+    def raw(self, path: str) -> str:
+        resp = self._call("GET", path, stream=True)
+        return resp.read().decode()
+
+    # -- creating and deleting
+    def create(self, res: Resource, obj: Obj, namespace: str | None = None, dry_run: bool = False) -> Obj:
+        return self._call("POST", res.path(namespace), {"dryRun": "All" if dry_run else None}, obj)
+
+    def delete(self, res: Resource, name: str, namespace: str | None = None,
+               propagation: str = "Background", uid: str | None = None) -> bool:
+        """Delete; False if it was already gone.  With uid, only that incarnation is deleted."""
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            self._call("DELETE", res.path(namespace, name), body=body)
+            return True
+        except NotFound:
+            return False
+
+    # -- patching
+    def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None,
+              resource_version: str | None = None, subresource: str | None = None) -> Obj:
+        """JSON merge patch.  With resource_version, the apiserver refuses (409 Conflict)
+        unless the object is still at exactly that version: an optimistic lock."""
+        body = json.loads(json.dumps(patch))
+        if resource_version:
+            body.setdefault("metadata", {})["resourceVersion"] = resource_version
+        return self._call("PATCH", res.path(namespace, name, subresource), body=body,
+                          content_type="application/merge-patch+json")
+
+    def patch_status(self, res: Resource, name: str, patch: Obj, namespace: str | None = None,
+                     resource_version: str | None = None) -> Obj:
+        return self.patch(res, name, patch, namespace, resource_version, subresource="status")
+
+    def replace_status(self, res: Resource, obj: Obj) -> Obj:
+        """PUT /status: carries the object's resourceVersion, so it conflicts on a stale read."""
+        md = obj["metadata"]
+        return self._call("PUT", res.path(md.get("namespace"), md["name"], "status"), body=obj)
+
+    def apply(self, res: Resource, obj: Obj, field_manager: str, subresource: str | None = None,
+              force: bool = True) -> Obj:
+        md = obj["metadata"]
+        return self._call("PATCH", res.path(md.get("namespace"), md["name"], subresource),
+                          {"fieldManager": field_manager, "force": "true" if force else None},
+                          body=obj, content_type="application/apply-patch+yaml")
+
+    # -- watching
+    def watch(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
+              resource_version: str | None = None, timeout_seconds: int = 60) -> Iterator[tuple[str, Obj]]:
+        """One watch request: yields (type, object) until the server closes it.
+
+        Raises Gone on 410 (the caller relists).  BOOKMARK events carry only a resourceVersion.
+        """
+        query = {"watch": "1", "allowWatchBookmarks": "true", "labelSelector": label_selector,
+                 "resourceVersion": resource_version, "timeoutSeconds": str(timeout_seconds)}
+        resp = self._call("GET", res.path(namespace), query, stream=True, timeout=timeout_seconds + 15)
+        try:
+            buf = b""
+            for chunk in resp.stream(4096, decode_content=True):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    ev = json.loads(line)
+                    if ev.get("type") == "ERROR":
+                        st = ev.get("object", {})
+                        raise from_response(st.get("code", 500), json.dumps(st).encode())
+                    yield ev["type"], ev["object"]
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise Unreachable(f"watch {res.plural} dropped: {e}") from e
+        finally:
+            resp.release_conn()
+
+
+def informer(kube: Kube, res: Resource, namespace: str | None = None, label_selector: str | None = None,
+             stop=None, timeout_seconds: int = 60, retry_delay: float = 1.0) -> Iterator[tuple[str, Obj]]:
+    """List, then watch forever: yields ("SYNC", obj) for every object after each (re)list, then
+    ADDED/MODIFIED/DELETED events.  Resumes from the last resourceVersion after a normal close;
+    relists after 410 Gone; retries with backoff while the apiserver is unreachable.
+    `stop` is an optional threading.Event."""
+    rv = None
+    delay = retry_delay
+    while not (stop and stop.is_set()):
+        try:
+            if rv is None:
+                items, rv = kube.list(res, namespace, label_selector)
+                for item in items:
+                    yield "SYNC", item
+                yield "SYNCED", {}
+            for typ, obj in kube.watch(res, namespace, label_selector, rv, timeout_seconds):
+                rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                if typ != "BOOKMARK":
+                    yield typ, obj
+                if stop and stop.is_set():
+                    return
+            delay = retry_delay
+        except Gone:
+            log.info("watch %s: resourceVersion %s expired (410 Gone); relisting", res.plural, rv)
+            rv = None
+        except Unreachable as e:
+            log.warning("%s; retrying in %.0fs", e, delay)
+            rv = None
+            if stop:
+                stop.wait(delay)
+            else:
+                time.sleep(delay)
+            delay = min(delay * 2, 15.0)

@@ -1,0 +1,35 @@
+"""The one duration parser: Go-style durations ("90s", "1m30s", "2h", "1.5m", "250ms") or plain seconds."""
+
+from __future__ import annotations
+
+import re
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
+
+
+class BadDuration(ValueError):
+    pass
+
+
+def parse_duration(text: str) -> float:
+    """Seconds.  BadDuration (a ValueError) with an example when `text` is not a duration."""
+    t = (text or "").strip() if isinstance(text, str) else ""
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    m = _DURATION.match(t)
+    if not t or not m or not any(m.groups()):
+        raise BadDuration(f"{text!r} is not a duration (examples: 90s, 5m, 1h30m)")
+    h, mi, s, ms = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mi * 60 + s + ms / 1000
+
+
+def format_duration(seconds: float) -> str:
+    """A short human duration: 0.4s, 12s, 3m05s, 1h02m."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"

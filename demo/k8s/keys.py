@@ -1,0 +1,106 @@
+"""Every label, annotation, parameter, object name and condition type/reason the project reads or
+writes, declared once.  Kubernetes', Kueue's, KWOK's, the ProvisioningRequest API's and the demo's
+own.  The autoscaler's condition reasons and messages are not here: they live only in
+fake_ca.conditions (they are what the Cluster Autoscaler writes, not keys we look up).
+"""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------------------- Kubernetes
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+OS_LABEL = "kubernetes.io/os"
+JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"      # on a Job's pods
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+APP_NAME_LABEL = "app.kubernetes.io/name"
+NODE_READY = "Ready"                                                 # Node condition type
+POD_SCHEDULED = "PodScheduled"                                       # Pod condition type
+JOB_COMPLETE, JOB_FAILED = "Complete", "Failed"                      # Job condition types
+GPU = "nvidia.com/gpu"                                               # the extended resource of GPU nodes
+
+# ---------------------------------------------------------------------------- Kueue v0.19.2
+KUEUE_NAMESPACE = "kueue-system"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"                             # on a Workload: its Job's uid
+PROVREQ_PARAM_PREFIX = "provreq.kueue.x-k8s.io/"                    # Job annotation -> ProvReq parameter
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"      # AdmissionCheck controllerName
+# Workload condition types
+ADMITTED, QUOTA_RESERVED, EVICTED, FINISHED, REQUEUED, PODS_READY = (
+    "Admitted", "QuotaReserved", "Evicted", "Finished", "Requeued", "PodsReady")
+ACTIVE = "Active"                                                    # AdmissionCheck/ClusterQueue condition
+# Workload condition reasons Kueue writes
+DEACTIVATED = "Deactivated"                                          # an external spec.active=false
+DEACTIVATED_PREFIX = "DeactivatedDueTo"                              # Kueue's own deactivations
+DEACTIVATED_DUE_TO_ADMISSION_CHECK = "DeactivatedDueToAdmissionCheck"
+REQUEUED_BY_ADMISSION_CHECK = "AdmissionCheck"                       # Requeued=False reason in retry backoff
+PODS_READY_TIMEOUT = "PodsReadyTimeout"
+# AdmissionCheck states in Workload.status.admissionChecks[]
+CHECK_PENDING, CHECK_READY, CHECK_RETRY, CHECK_REJECTED = "Pending", "Ready", "Retry", "Rejected"
+CHECK_RESET_PREFIX = "Reset to Pending after eviction"               # message Kueue writes on a reset
+
+# ---------------------------------------------------------------------------- ProvisioningRequest API
+BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
+# condition types (autoscaling.x-k8s.io/v1 types.go)
+ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED = (
+    "Accepted", "Provisioned", "Failed", "BookingExpired", "CapacityRevoked")
+PROVREQ_CONDITIONS = (ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED)   # display order
+CONSUME_PROVREQ_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"          # on pods
+PROVREQ_CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
+# parameters the real autoscaler reads
+PARAM_NO_RETRY = "noRetry"                                           # check-capacity only
+PARAM_VALID_UNTIL = "ValidUntilSeconds"                              # documented, but no real CA code reads it
+
+# ---------------------------------------------------------------------------- KWOK and the kwok cloud provider
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"                          # "fake": the kwok controller manages it
+POOL_LABEL = "cluster-autoscaler.kwok.nodegroup/name"                # the kwok provider's node-group key
+POD_COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+# ---------------------------------------------------------------------------- the demo's objects
+DEMO_NAMESPACE = "demo"
+SYSTEM_NAMESPACE = "tau-demo-system"                                 # controllers' ServiceAccounts and Leases
+MARKER = ("kube-system", "tau-demo-cluster")                         # ConfigMap: fake nodes may be made here
+POOL_TABLE = ("kube-system", "tau-demo-node-pools")                  # ConfigMap the autoscaler publishes
+POOL_TABLE_KEY = "pools.yaml"
+PROFILE = "gpu-a100-8"                                               # the default queue profile (a LocalQueue)
+CLUSTER_QUEUE = "gpu-a100"
+CHECK_NAME = "gpu-provisioning"                                      # AdmissionCheck and ProvisioningRequestConfig
+DEMO_POOL = "gpupool"
+FIELD_MANAGER = "tau-demo"
+CA_FIELD_MANAGER = "cluster-autoscaler"                              # the real CA's SSA manager for Provisioned
+FAKE_CA_FIELD_MANAGER = "fake-ca"
+FAKE_CA_LEASE = "fake-ca"
+DEADLINE_LEASE_PREFIX = "deadline-"                                  # + the controller's class
+SERVICE_ACCOUNTS = {"fake-ca": f"system:serviceaccount:{SYSTEM_NAMESPACE}:fake-ca",
+                    "deadline": f"system:serviceaccount:{SYSTEM_NAMESPACE}:deadline"}
+
+# ---------------------------------------------------------------------------- the admission deadline
+_P = "tau-demo.io/"
+DEADLINE_ANNOTATION = _P + "admission-deadline"                      # on the Job: a duration like "90s"
+DEADLINE_CLASS_ANNOTATION = _P + "deadline-class"                    # which controller instance handles it
+DEFAULT_DEADLINE_CLASS = "default"
+DECISION_ANNOTATION = _P + "admission-decision"                      # on the Workload: "timed-out"
+DECISION_TIME_ANNOTATION = _P + "admission-decision-time"
+TIMED_OUT = "timed-out"
+TERMINAL_REASON_ANNOTATION = _P + "terminal-reason"                  # on the Job: "AdmissionTimeout"
+TERMINAL_TIME_ANNOTATION = _P + "terminal-time"
+TERMINAL_WORKLOAD_ANNOTATION = _P + "terminal-workload"              # which Workload's decision was mirrored
+CLEANUP_AFTER_ANNOTATION = _P + "cleanup-after"                      # on the Job: RFC3339; the TTL is armed
+ADMISSION_TIMEOUT = "AdmissionTimeout"
+MIRROR_KEYS = (TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION,
+               CLEANUP_AFTER_ANNOTATION)
+
+# ---------------------------------------------------------------------------- the fake autoscaler's marks
+_F = "fake-ca.tau-demo.io/"
+MANAGED_LABEL = _F + "managed"                                       # on nodes it created
+PROVREQ_UID_ANNOTATION = _F + "provreq-uid"                          # on nodes: the request they were made for
+PROVREQ_ANNOTATION = _F + "provreq"                                  # on nodes: namespace/name of that request
+BATCH_ANNOTATION = _F + "batch-size"                                 # on nodes: how many nodes the request needed
+UNNEEDED_ANNOTATION = _F + "unneeded-since"                          # on nodes: scale-down timer
+TOPOLOGY_LEVEL_LABEL = "topology.tau-demo.io/level"                  # on pod templates (design §10)
+DOMAIN_DETAIL = "topology-domain"                                    # provisioningClassDetails key
+# fault injection and deliberate differences, as ProvisioningRequest parameters (Kueue copies Job
+# annotations provreq.kueue.x-k8s.io/<Param> into spec.parameters)
+PARAM_DELAY = "fakeCADelaySeconds"
+PARAM_STOCKOUT = "fakeCAStockout"
+PARAM_REVOKE_AFTER = "fakeCARevokeAfterSeconds"
+PARAM_HONOR_VALID_UNTIL = "fakeCAHonorValidUntil"

@@ -1,0 +1,84 @@
+"""Scale-down (pure): which nodes this fake made are unneeded, for how long, and which may go."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from demo.k8s.keys import FAILED, MANAGED_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION, UNNEEDED_ANNOTATION
+from demo.k8s.objects import annotations, is_true, labels, parse_time, seconds_since
+
+from . import conditions as C
+from .pools import Pool, pool_of_node
+
+
+def unneeded_for(node: dict, now: datetime) -> float | None:
+    """Seconds since the node's scale-down timer started, None when it is not running."""
+    return seconds_since(parse_time(annotations(node).get(UNNEEDED_ANNOTATION)), now)
+
+
+
+
+@dataclass
+class ScaleDown:
+    mark: list[str] = field(default_factory=list)       # start the unneeded timer (annotation)
+    clear: list[str] = field(default_factory=list)      # node is needed again
+    delete: list[str] = field(default_factory=list)
+    why: dict[str, str] = field(default_factory=dict)
+    after: float | None = None                          # next timer
+
+
+def _busy(node_name: str, pods: list[dict]) -> bool:
+    for p in pods:
+        if (p.get("spec") or {}).get("nodeName") != node_name:
+            continue
+        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if any(r.get("kind") == "DaemonSet" for r in p["metadata"].get("ownerReferences") or []):
+            continue
+        return True
+    return False
+
+
+def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
+               now: datetime, unneeded_seconds: float) -> ScaleDown:
+    """Nodes this fake created are kept while their request's booking lasts (or while it is
+    still being provisioned); afterwards a node with no running non-daemon pods for
+    `unneeded_seconds` is deleted, never below the pool's min."""
+    out = ScaleDown()
+    size: dict[str, int] = {}
+    managed = [n for n in nodes if labels(n).get(MANAGED_LABEL) == "true"
+               and not n["metadata"].get("deletionTimestamp")]
+    for n in managed:
+        p = pool_of_node(n, pools)
+        if p:
+            size[p.name] = size.get(p.name, 0) + 1
+    timers = []
+    for n in sorted(managed, key=lambda n: n["metadata"]["name"]):
+        name = n["metadata"]["name"]
+        ann = annotations(n)
+        pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION, ""))
+        protected = pr is not None and not is_true(pr, FAILED) and (
+            C.booked(pr) or not is_true(pr, PROVISIONED))
+        needed = protected or _busy(name, pods)
+        since = unneeded_for(n, now)
+        if needed:
+            if UNNEEDED_ANNOTATION in ann:
+                out.clear.append(name)
+            continue
+        if since is None:
+            out.mark.append(name)
+            timers.append(unneeded_seconds)
+            continue
+        p = pool_of_node(n, pools)
+        if since >= unneeded_seconds:
+            if p and size.get(p.name, 0) <= p.min_nodes:
+                continue
+            out.delete.append(name)
+            out.why[name] = f"unneeded for {since:.0f}s (no running pods, booking over)"
+            if p:
+                size[p.name] -= 1
+        else:
+            timers.append(unneeded_seconds - since)
+    out.after = min(timers) if timers else None
+    return out

@@ -1,0 +1,98 @@
+"""The controllers a scenario runs: reuse one that already runs (its heartbeat Lease is fresh), or
+start one in the background as a host process (`python -m demo ...`) and stop only what was started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from demo.cluster import procs
+from demo.cluster.state import State
+from demo.k8s import heartbeat
+from demo.k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE
+from demo.paths import REPO
+
+from .harness import Context, ScenarioFailed
+
+READY_LINE = "caches synced; ready"
+
+
+def controller_args(ctx: Context, args: list[str]) -> list[str]:
+    out = list(args) + list(ctx.extra_args.get(args[0], []))
+    if ctx.impersonate:
+        out += ["--as", SERVICE_ACCOUNTS[args[0]]]
+    return out
+
+
+@dataclass
+class Controller:
+    lease: str
+    args: list[str]
+    pidfile: Path
+    logfile: Path
+
+    def start(self, kubeconfig: str) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        procs.start([sys.executable, "-m", "demo", *self.args, "--kubeconfig", kubeconfig], self.pidfile,
+                    self.logfile, env=env, cwd=REPO)
+
+    def stop(self) -> None:
+        procs.stop(self.pidfile)
+
+    def kill9(self) -> None:
+        procs.stop(self.pidfile, timeout=0, sig=signal.SIGKILL)
+
+    def log_text(self) -> str:
+        try:
+            return self.logfile.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def controllers_dir() -> Path:
+    st = State.load()
+    base = st.dir if st else Path(os.environ.get("TMPDIR", "/tmp")) / "tau-demo"
+    d = base / "controllers"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def ensure_controller(ctx: Context, lease: str, args: list[str], label: str) -> Controller | None:
+    """Use a controller that already runs (its Lease is fresh), else start one in the background."""
+    if heartbeat.alive(ctx.k, lease):
+        ctx.say(f"  {label}: already running (Lease {SYSTEM_NAMESPACE}/{lease} is fresh); using it")
+        return None
+    d = controllers_dir()
+    c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
+    c.start(ctx.kubeconfig)
+    ctx.started.append(c)
+    ctx.wait(lambda: heartbeat.alive(ctx.k, lease) or (procs.read_pid(c.pidfile) is None and "dead"), 30,
+             f"{label} to start (log {c.logfile})")
+    if procs.read_pid(c.pidfile) is None:
+        raise ScenarioFailed(f"{label} exited at start; see {c.logfile}:\n{c.log_text()[-1500:]}")
+    ctx.say(f"  {label}: started in the background (log {c.logfile})")
+    return c
+
+
+def start_private(ctx: Context, lease: str, args: list[str], label: str) -> Controller:
+    """A controller instance of the scenario's own (race instances): always freshly started."""
+    d = controllers_dir()
+    c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
+    c.stop()
+    c.logfile.unlink(missing_ok=True)
+    c.start(ctx.kubeconfig)
+    ctx.started.append(c)
+    ctx.wait(lambda: READY_LINE in c.log_text() or (procs.read_pid(c.pidfile) is None and "dead"), 30,
+             f"{label} to start (log {c.logfile})")
+    if procs.read_pid(c.pidfile) is None:
+        raise ScenarioFailed(f"{label} exited at start; see {c.logfile}:\n{c.log_text()[-1500:]}")
+    return c
+
+
+def stop_started(ctx: Context) -> None:
+    for c in reversed(ctx.started):
+        c.stop()
+    ctx.started.clear()

@@ -1,0 +1,60 @@
+"""Samples one Job's objects in the background: the event log for the timeline, and facts for checks."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from demo.jobs import observe
+from demo.k8s.errors import ApiError, Unreachable
+from demo.timeline.lanes import snapshot_states
+from demo.timeline.log import EventLog
+
+from .harness import NS, Context
+
+
+class Recorder:
+    """Samples one Job's objects in the background: the event log, and facts for checks."""
+
+    def __init__(self, ctx: Context, name: str, log: EventLog | None, interval: float = 0.2):
+        self.ctx, self.name, self.log, self.interval = ctx, name, log, interval
+        self.stop_ev = threading.Event()
+        self.samples: list[tuple[float, observe.Snapshot]] = []
+        self.job_uid: str | None = None
+        self.t = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        self.t.join(5)
+
+    def _loop(self):
+        while not self.stop_ev.is_set():
+            try:
+                snap = observe.snapshot(self.ctx.k, NS, self.name, self.job_uid)
+            except (ApiError, Unreachable):
+                time.sleep(self.interval)
+                continue
+            if snap.job is not None and self.job_uid is None:
+                self.job_uid = snap.job["metadata"]["uid"]
+            self.samples.append((time.time(), snap))
+            if self.log is not None and self.job_uid is not None:   # the story starts when the Job exists
+                self.log.record_all(snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes))
+            self.stop_ev.wait(self.interval)
+
+    def mark(self, label: str, t: float | None = None) -> None:
+        if self.log is not None:
+            self.log.mark(label, t=t)
+
+    # facts over the samples
+    def ever(self, pred) -> bool:
+        return any(pred(s) for _, s in self.samples)
+
+    def first(self, pred) -> float | None:
+        return next((t for t, s in self.samples if pred(s)), None)
+
+    def provreq_names(self) -> set[str]:
+        return {p["metadata"]["name"] for _, s in self.samples for p in s.provreqs}

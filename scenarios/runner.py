@@ -1,0 +1,87 @@
+"""The catalogue of scenarios and how a run goes: connect, make sure the controllers run, run each
+scenario, summarise.  `tau-demo scenario run` and `scenario.sh` are thin wrappers around this."""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+
+from demo.cluster.state import default_kubeconfig
+from demo.k8s.client import Kube
+from demo.k8s.errors import ApiError, Unreachable
+from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
+
+from . import race, success, timeout
+from .controllers import ensure_controller
+from .harness import Context, ScenarioFailed
+
+SCENARIOS = {
+    "success": success.run,
+    "timeout-preflight": timeout.preflight_refusal,
+    "timeout-window": timeout.autoscaler_window,
+    "timeout-deadline": timeout.admission_deadline,
+    "race-admission-wins": race.scenario_admission_wins,
+    "race-timeout-wins": race.scenario_timeout_wins,
+    "race-legacy": race.scenario_legacy,
+    "race-interrupted-mirror": race.scenario_interrupted_mirror,
+}
+GROUPS = {"all": list(SCENARIOS), "success": ["success"],
+          "timeout": [n for n in SCENARIOS if n.startswith("timeout")],
+          "race": [n for n in SCENARIOS if n.startswith("race")]}
+
+
+class NoCluster(RuntimeError):
+    """There is no cluster to run against; the message says what to do."""
+
+
+def resolve(names: tuple[str, ...]) -> list[str]:
+    """Scenario names from groups and names, in order; KeyError names the unknown one."""
+    chosen: list[str] = []
+    for n in names or ("all",):
+        if n in GROUPS:
+            chosen += GROUPS[n]
+        elif n in SCENARIOS:
+            chosen.append(n)
+        else:
+            raise KeyError(n)
+    return chosen
+
+
+def make_context(kubeconfig: str | None, context: str | None, auto: bool) -> Context:
+    kc = kubeconfig or default_kubeconfig()
+    if kc is None and not os.environ.get("KUBECONFIG"):
+        raise NoCluster("no demo cluster: run ./setup.sh (or `tau-demo cluster up`) first")
+    try:
+        k = Kube(kc, context)
+        k.raw("/readyz")
+    except (Unreachable, ApiError) as e:
+        raise NoCluster(f"the cluster does not answer ({e}); run `tau-demo cluster up`") from e
+    return Context(k, kc or os.environ["KUBECONFIG"], auto=auto)
+
+
+def start_controllers(ctx: Context) -> None:
+    ctx.say("Controllers:")
+    ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+    ensure_controller(ctx, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS, ["deadline", "--cleanup-ttl", "10s"],
+                      "deadline controller")
+
+
+def run_scenarios(ctx: Context, names: list[str]) -> list[tuple[str, bool, str]]:
+    summary = []
+    for n in names:
+        ctx.checks.clear()
+        t0 = time.monotonic()
+        err = ""
+        try:
+            SCENARIOS[n](ctx)
+        except ScenarioFailed as e:
+            err = str(e)
+        except Exception as e:   # report and go on to the next scenario
+            err = f"{type(e).__name__}: {e}"
+            traceback.print_exc(file=ctx.out)
+        failed = [c.what for c in ctx.checks if not c.ok]
+        ok = not err and not failed and bool(ctx.checks)
+        detail = err or ("; ".join(failed) if failed else f"{len(ctx.checks)} checks passed")
+        summary.append((n, ok, f"{detail} ({time.monotonic() - t0:.0f}s)"))
+    return summary

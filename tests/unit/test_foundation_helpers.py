@@ -1,0 +1,80 @@
+"""The foundation's pure helpers: the one duration parser, timestamps, object accessors."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from demo.k8s.duration import BadDuration, format_duration, parse_duration
+from demo.k8s.objects import (annotations, condition, created_at, deleting, format_time, is_false, is_true, labels,
+                              meta, name_of, owned_by, parse_time, seconds_since, transition_time)
+
+
+@pytest.mark.parametrize("text,seconds", [("90s", 90), ("1m30s", 90), ("2h", 7200), ("1.5m", 90),
+                                          ("250ms", 0.25), ("45", 45), ("1h30m", 5400), (" 5s ", 5), ("0.5", 0.5)])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-3", "5x", "m", "1.5.2s", None, "3 s"])
+def test_bad_durations_say_what_a_duration_looks_like(text):
+    with pytest.raises(BadDuration, match="is not a duration .examples: 90s, 5m, 1h30m."):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("seconds,text", [(0.44, "0.4s"), (9.96, "10.0s"), (12, "12s"), (59.6, "1m00s"), (185, "3m05s"),
+                                          (3720, "1h02m")])
+def test_format_duration(seconds, text):
+    assert format_duration(seconds) == text
+
+
+T = datetime(2026, 12, 1, 9, 30, 5, 123456, tzinfo=timezone.utc)
+
+
+def test_timestamps_round_trip_in_both_precisions():
+    assert format_time(T) == "2026-12-01T09:30:05Z"
+    assert format_time(T, micro=True) == "2026-12-01T09:30:05.123456Z"
+    assert parse_time(format_time(T, micro=True)) == T
+    assert parse_time("2026-12-01T09:30:05Z") == T.replace(microsecond=0)
+    other_zone = datetime(2026, 12, 1, 10, 30, 5, tzinfo=timezone(timedelta(hours=1)))
+    assert format_time(other_zone) == "2026-12-01T09:30:05Z"
+
+
+@pytest.mark.parametrize("text", [None, "", "yesterday", 12, "2026-13-01T00:00:00Z"])
+def test_unreadable_timestamps_read_as_none(text):
+    assert parse_time(text) is None
+
+
+def test_a_timestamp_without_zone_is_utc():
+    assert parse_time("2026-12-01T09:30:05") == T.replace(microsecond=0)
+
+
+WL = {"metadata": {"name": "wl", "namespace": "demo", "labels": {"a": "1"}, "annotations": {"b": "2"},
+                   "creationTimestamp": "2026-12-01T09:30:00Z", "uid": "u",
+                   "ownerReferences": [{"uid": "job-uid", "controller": True}, {"uid": "other"}]},
+      "status": {"conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": "2026-12-01T09:30:04Z"},
+                                {"type": "Evicted", "status": "False"}]}}
+
+
+def test_accessors_read_plain_objects():
+    assert meta(WL)["name"] == "wl" and labels(WL) == {"a": "1"} and annotations(WL) == {"b": "2"}
+    assert name_of(WL) == "demo/wl" and name_of({"metadata": {"name": "n1"}}) == "n1"
+    assert created_at(WL) == datetime(2026, 12, 1, 9, 30, tzinfo=timezone.utc)
+    assert is_true(WL, "Admitted") and not is_true(WL, "Evicted") and not is_true(WL, "Finished")
+    assert is_false(WL, "Evicted") and not is_false(WL, "Admitted") and not is_false(WL, "Finished")
+    assert condition(WL, "Evicted") == {"type": "Evicted", "status": "False"} and condition(WL, "X") is None
+    assert transition_time(WL, "Admitted") == datetime(2026, 12, 1, 9, 30, 4, tzinfo=timezone.utc)
+    assert transition_time(WL, "Evicted") is None
+    assert owned_by(WL, "job-uid") and not owned_by(WL, "other") and owned_by(WL, "other", controller=False)
+    assert not owned_by(WL, "")
+    assert not deleting(WL) and deleting({"metadata": {"deletionTimestamp": "2026-12-01T09:30:00Z"}})
+    now = datetime(2026, 12, 1, 9, 30, 10, tzinfo=timezone.utc)
+    assert seconds_since(created_at(WL), now) == 10 and seconds_since(None, now) is None
+
+
+@pytest.mark.parametrize("obj", [None, {}, {"metadata": None, "status": None}, {"metadata": "x", "status": []},
+                                 {"status": {"conditions": None}}, {"status": {"conditions": ["junk", None]}}])
+def test_malformed_objects_read_as_empty(obj):
+    assert meta(obj) == {} and labels(obj) == {} and annotations(obj) == {}
+    assert condition(obj, "Admitted") is None and not is_true(obj, "Admitted") and not deleting(obj)

@@ -1,0 +1,158 @@
+"""Layers only point down: every import of the project's code, parsed with ast, against one declared order.
+
+Lowest first.  A module may import its own layer and the layers below it, never one above;
+packages of one layer may not import each other in a cycle.  No import by string
+(importlib, __import__) hides a dependency, and an import inside a function says why.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CODE = ("demo", "fake_ca", "scenarios")
+
+# (layer, packages) lowest first.  demo's top-level modules: paths (a leaf) sits with the foundation,
+# __main__ (the entry point) with the CLI.
+LAYERS = [
+    ("foundation", ["demo", "demo.k8s", "demo.paths"]),      # "demo": its __init__ only
+    ("autoscaler", ["fake_ca"]),
+    ("toolchain", ["demo.toolchain"]),
+    ("cluster", ["demo.cluster"]),
+    ("services", ["demo.jobs", "demo.deadline", "demo.timeline"]),
+    ("scenarios", ["scenarios"]),
+    ("cli", ["demo.cli", "demo.__main__"]),
+]
+RANK = {pkg: i for i, (_, pkgs) in enumerate(LAYERS) for pkg in pkgs}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def package_of(module: str) -> str | None:
+    """The declared package a module belongs to (longest match)."""
+    best = None
+    for pkg in RANK:
+        if module == pkg or (module.startswith(pkg + ".") and pkg != "demo"):
+            if best is None or len(pkg) > len(best):
+                best = pkg
+    return best
+
+
+def sources() -> list[Path]:
+    return sorted(p for top in CODE for p in (REPO / top).rglob("*.py"))
+
+
+def imports(path: Path) -> list[tuple[int, str, bool]]:
+    """(line, imported module, inside a function) for every import of our own code."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = module_name(path)
+    pkg_parts = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+    out = []
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    inner = {id(n) for f in funcs for n in ast.walk(f) if n is not f}
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg_parts[:len(pkg_parts) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        for t in targets:
+            if t.split(".")[0] in CODE:
+                out.append((node.lineno, t, id(node) in inner))
+    return out
+
+
+def test_every_module_belongs_to_a_declared_layer():
+    stray = [module_name(p) for p in sources() if package_of(module_name(p)) is None]
+    assert not stray, f"modules outside every declared layer (add them to LAYERS): {stray}"
+
+
+def test_no_upward_imports():
+    bad = []
+    for path in sources():
+        me = package_of(module_name(path))
+        for line, target, _ in imports(path):
+            them = package_of(target)
+            if them is not None and RANK[them] > RANK[me]:
+                bad.append(f"{path.relative_to(REPO)}:{line}: {me} (layer {RANK[me]}) imports {target} "
+                           f"(layer {RANK[them]})")
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles_between_packages():
+    edges: dict[str, set[str]] = {}
+    for path in sources():
+        me = package_of(module_name(path))
+        for _, target, _ in imports(path):
+            them = package_of(target)
+            if them and them != me:
+                edges.setdefault(me, set()).add(them)
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for n in edges.get(todo.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return seen
+    cycles = sorted(p for p in edges if p in reach(p))
+    assert not cycles, f"packages in an import cycle: {cycles} ({ {p: sorted(edges[p]) for p in cycles} })"
+
+
+def test_no_import_by_string():
+    bad = []
+    for path in sources():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name in ("import_module", "__import__"):
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    a.name == "importlib" for a in node.names):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: imports importlib")
+    assert not bad, f"imports by string hide dependencies: {bad}"
+
+
+def test_imports_inside_functions_say_why():
+    """An import inside a function is allowed only to avoid a real cost, with a comment saying which
+    (on the line before or on the same line)."""
+    bad = []
+    for path in sources():
+        lines = path.read_text().splitlines()
+        for line, target, inside in imports(path):
+            if not inside:
+                continue
+            around = lines[line - 2] + lines[line - 1]
+            if "#" not in around:
+                bad.append(f"{path.relative_to(REPO)}:{line}: {target}")
+    assert not bad, "imports inside functions without a comment:\n" + "\n".join(sorted(set(bad)))
+
+
+@pytest.mark.parametrize("pkg", [p for p in RANK if not p.endswith(("paths", "__main__"))])  # modules, not packages
+def test_every_package_says_what_lives_there(pkg):
+    init = REPO / Path(*pkg.split(".")) / "__init__.py"
+    assert init.is_file(), f"{pkg} is not a package"
+    doc = ast.get_docstring(ast.parse(init.read_text()))
+    assert doc and len(doc) > 20, f"{pkg}/__init__.py needs a docstring saying what lives there"
+
+
+def test_the_top_level_of_demo_keeps_only_a_handful_of_modules():
+    top = sorted(p.name for p in (REPO / "demo").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "paths.py"], top
