@@ -13,7 +13,7 @@ from demo.cluster import procs
 from demo.cluster.state import State
 from demo.k8s import heartbeat
 from demo.k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE
-from demo.paths import REPO
+from demo.paths import REPO, state_root
 
 from .harness import Context, ScenarioFailed
 
@@ -53,9 +53,10 @@ class Controller:
 
 
 def controllers_dir() -> Path:
+    """Pid and log files of the controllers scenarios start: beside the demo cluster's state, else in
+    the state root (test runs with their own TAU_DEMO_STATE never share them)."""
     st = State.load()
-    base = st.dir if st else Path(os.environ.get("TMPDIR", "/tmp")) / "tau-demo"
-    d = base / "controllers"
+    d = (st.dir if st else state_root()) / "controllers"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
