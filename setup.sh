@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fresh machine -> a healthy demo cluster: virtualenv, project, pinned toolchain, cluster.
-#   TAU_DEMO_BACKEND=auto|kwok|kind   (default auto: kind when a Docker engine answers)
+#   TAU_DEMO_BACKEND=auto|kwok|kind   (default auto: kind when a Docker engine answers, else kwok)
 #   TAU_DEMO_CACHE=...                (default ~/.cache/tau-demo: binaries, version-keyed)
+# The kwok backend builds the whole control plane (cold: about 15 min on 2 cores, warm: seconds);
+# the kind backend builds only what it uses: kubectl and kind (and renders the manifests).
 set -euo pipefail
 cd "$(dirname "$0")"
 backend=${TAU_DEMO_BACKEND:-auto}
@@ -13,10 +15,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "[setup] installing the project into .venv"
 .venv/bin/python -m pip install -q -e '.[test]'
-with_kind=()
-if [ "$backend" = kind ] || { [ "$backend" = auto ] && docker info >/dev/null 2>&1; }; then with_kind=(--with-kind); fi
-echo "[setup] ensuring the pinned toolchain (a cold build takes about 15 min on 2 cores; warm: seconds)"
-.venv/bin/tau-demo toolchain ensure "${with_kind[@]}"
-.venv/bin/tau-demo toolchain versions "${with_kind[@]}"
+if [ "$backend" = auto ]; then
+  if docker info >/dev/null 2>&1; then backend=kind; else backend=kwok; fi
+  echo "[setup] backend: $backend (TAU_DEMO_BACKEND=auto)"
+fi
+echo "[setup] ensuring the pinned toolchain for the $backend backend"
+.venv/bin/tau-demo toolchain ensure --backend "$backend"
+.venv/bin/tau-demo toolchain versions --backend "$backend"
 echo "[setup] bringing the cluster up"
 .venv/bin/tau-demo cluster up --backend "$backend"

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from demo.k8s.keys import BOOKING_EXPIRED, CAPACITY_REVOKED, FAILED, PROVISIONED
-from demo.k8s.objects import format_time, is_true, transition_time
+from demo.k8s.objects import format_time
 
 MSG_ACCEPTED = "ProvisioningRequest is accepted by ClusterAutoscaler"
 MSG_CAPACITY_FOUND = "Capacity is found in the cluster"
@@ -21,6 +20,7 @@ MSG_NOT_FOUND_NO_RETRY = "CA could not find requested capacity"                 
 MSG_RESERVATION_EXPIRED = "Capacity reservation time is expired"
 MSG_BOOKING_CONSUMED = "Capacity booking consumed: all pods scheduled"          # CA 1.37
 MSG_EXPIRED = "ProvisioningRequest is expired"
+MSG_REVOKED = "capacity revoked by fault injection (fake-ca)"                   # FAKE-ONLY
 
 R_ACCEPTED = "Accepted"
 R_CAPACITY_FOUND = "CapacityIsFound"
@@ -46,13 +46,4 @@ def set_condition(conditions: list[dict], ctype: str, status: str, reason: str, 
     out.append(cond)
     return out
 
-
-def ltt(provreq: dict, ctype: str) -> datetime | None:
-    return transition_time(provreq, ctype)
-
-
-def booked(provreq: dict) -> bool:
-    """conditions.ShouldCapacityBeBooked: Provisioned, and neither Failed nor BookingExpired."""
-    return (is_true(provreq, PROVISIONED) and not is_true(provreq, FAILED)
-            and not is_true(provreq, BOOKING_EXPIRED) and not is_true(provreq, CAPACITY_REVOKED))
 

@@ -1,8 +1,11 @@
-"""The fake Cluster Autoscaler's loop: observe (informers) → decide (lifecycle and scaledown, pure) → apply.
+"""The fake Cluster Autoscaler's loop: read (informer caches) -> decide (lifecycle.plan_loop and
+scaledown, pure) -> apply.  This module only reads, calls the pure step and applies what it returns.
 
-This module only reads, calls the pure step and applies what it returns.  It writes only
-ProvisioningRequest /status (server-side apply, field manager "cluster-autoscaler", like the
-real CA's best-effort-atomic class) and Node objects.
+Like the real autoscaler's RunOnce: one ProvisioningRequest per loop; the next loop runs at once
+after a loop that processed one (or scaled down), otherwise after --scan-interval, or when an
+unschedulable pod appears; a new request does not wake an idle loop.  It writes
+ProvisioningRequest status (Accepted and the other conditions by update, best-effort-atomic's
+Provisioned by server-side apply with field manager cluster-autoscaler) and Node objects.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from demo.k8s import heartbeat
@@ -17,18 +21,18 @@ from demo.k8s.client import Kube
 from demo.k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from demo.k8s.hooks import Hooks
 from demo.k8s.keys import (BATCH_ANNOTATION, CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER,
-                           POOL_LABEL, UNNEEDED_ANNOTATION)
-from demo.k8s.objects import format_time, labels, name_of
+                           POOL_LABEL, POD_SCHEDULED, UNNEEDED_ANNOTATION)
+from demo.k8s.objects import condition, created_at, deleting, format_time, labels, meta, name_of, spec
 from demo.k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
-from demo.k8s.runtime import WorkQueue, run_loop, start_informer
+from demo.k8s.runtime import Store, start_store
 
-from . import lifecycle, planner, scaledown
+from . import lifecycle, scaledown, status
 from .pools import Pool, node_manifest, pools_to_configmap
-from .request import SUPPORTED_CLASSES
 
 log = logging.getLogger("fake-ca")
 
-SCALE_DOWN_KEY = "~scale-down"
+MAX_PARALLEL_CREATES = 16
+RECENT_POD_SECONDS = 10          # loop/trigger.go maxPodChangeAge
 
 
 class NotADemoCluster(RuntimeError):
@@ -41,18 +45,20 @@ def utcnow() -> datetime:
 
 class FakeCA:
     def __init__(self, k: Kube, pools: list[Pool], opts: lifecycle.Options, scale_down_unneeded: float = 10.0,
-                 resync: float = 2.0, clock=utcnow, rng: random.Random | None = None, hooks: Hooks | None = None):
+                 clock=utcnow, rng: random.Random | None = None, hooks: Hooks | None = None):
         self.k, self.pools, self.opts = k, pools, opts
         self.unneeded = scale_down_unneeded
-        self.resync = resync
         self.now = clock
         self.rng = rng or random.Random()
         self.hooks = hooks or Hooks(None)
-        self.queue = WorkQueue()
-        self._provreqs: dict[str, dict] = {}       # key -> last seen
-        self._lock = threading.Lock()
-        self._failures: dict[str, int] = {}        # uid -> CapacityIsNotFound count (in memory, like CA)
-        self._told: set[str] = set()               # log-once for unsupported classes
+        self.memory = lifecycle.Memory()
+        self.wake = threading.Event()
+        self.provreqs = Store()
+        self.templates = Store()
+        self.nodes = Store()
+        self.pods = Store(on_change=self._on_pod)
+        self._said: dict[str, str] = {}            # log-once, per request
+        self._status: dict | None = None           # the status ConfigMap as last written
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
@@ -65,170 +71,227 @@ class FakeCA:
         cm = pools_to_configmap(self.pools)
         self.k.apply(CONFIG_MAP, cm, field_manager=FAKE_CA_FIELD_MANAGER)
         log.info("fake-ca: published pool table %s/%s: %s", cm["metadata"]["namespace"], cm["metadata"]["name"],
-                 ", ".join(f"{p.name} ({p.min_nodes}..{p.max_nodes} nodes)" for p in self.pools))
+                 ", ".join(f"{p.name} ({p.min_nodes}..{p.max_nodes} nodes, boot {p.boot_seconds:.0f}s)"
+                           for p in self.pools))
 
     # ------------------------------------------------------------------ observe
-    def on_provreq(self, typ: str, pr: dict) -> None:
+    def _on_pod(self, typ: str, pod: dict) -> None:
+        """loop/trigger.go: a recently created unschedulable pod wakes the loop."""
+        if typ == "DELETED" or spec(pod).get("nodeName") or deleting(pod):
+            return
+        c = condition(pod, POD_SCHEDULED)
+        created = created_at(pod)
+        if c and c.get("status") == "False" and created and \
+                (self.now() - created).total_seconds() < RECENT_POD_SECONDS:
+            self.wake.set()
+
+    def cluster(self) -> lifecycle.Cluster:
+        templates = {(meta(t).get("namespace"), meta(t).get("name")): t for t in self.templates.items()}
+        return lifecycle.Cluster(self.provreqs.items(), templates, self.nodes.items(), self.pods.items())
+
+    # ------------------------------------------------------------------ one loop
+    def run_once(self) -> float:
+        """One loop; returns the seconds to wait before the next."""
+        now = self.now()
+        plan = lifecycle.plan_loop(self.cluster(), self.pools, self.memory, now, self.opts)
+        self.memory = plan.memory
+        for note in plan.notes:
+            self._say_once(note.split(":", 1)[0], note)
+        for w in plan.refresh + plan.failed:
+            self._write(w)
+        for t in plan.timed_out:
+            log.warning("scale-up timed out: %s (%s)", t.why, ", ".join(t.nodes))
+            for n in t.nodes:
+                self._delete_node(n)
+        if plan.pick is not None:
+            self._apply_pick(plan.pick)
+        scaled_down = self.scale_down()
+        self.publish_status()
+        return lifecycle.next_wait(plan, scaled_down, self.opts)
+
+    def publish_status(self) -> None:
+        """kube-system/cluster-autoscaler-status, written when something in it changed."""
+        now = self.now()
+        doc = status.status(self.pools, self.nodes.items(), self.memory.groups, now)
+        if doc == self._status:
+            return
+        try:
+            self.k.apply(CONFIG_MAP, status.configmap(doc, now), field_manager=FAKE_CA_FIELD_MANAGER)
+            self._status = doc
+        except (ApiError, Unreachable) as e:
+            log.warning("writing the status ConfigMap failed (%s)", e)
+
+    def _apply_pick(self, pick: lifecycle.Pick) -> None:
+        if pick.why:
+            log.info("%s", pick.why)
+        for n in pick.rollback:
+            self._delete_node(n)
+        base = None
+        for w in pick.writes:
+            base = self._write(w, base)
+            if base is None:
+                return                       # the request changed or went away: the next loop looks again
+        up = pick.scale_up
+        if up is None:
+            return
+        log.info("%s", up.why)
+        created = self._create_nodes(pick.key, pick.uid, up)
+        self.hooks.reach("nodes-created", pick.key, nodes=created or [])
+        if created is None:
+            self.memory = lifecycle.register_failures(self.memory, [(up.pool, "node creation failed")],
+                                                      self.now(), self.opts)
+            self._write(up.refused, base)
+            return
+        if self._write(up.provisioned, base) is not None:
+            log.info("provreq %s: nodes %s requested%s", pick.key, ", ".join(created),
+                     "" if up.boots_at is None else f"; they boot until {up.boots_at}")
+
+    # ------------------------------------------------------------------ apply
+    def _write(self, w: lifecycle.Write, base: dict | None = None) -> dict | None:
+        """Apply one write; the object as written, or None when the request changed or went away.
+        `base`: the object as returned by this loop's previous write of the same request (its
+        resourceVersion), for a decision that follows that write."""
+        pr = w.provreq if base is None else {**base, "status": {**(base.get("status") or {}),
+                                                                 "conditions": w.conditions}}
+        md = pr["metadata"]
         key = name_of(pr)
-        with self._lock:
-            if typ == "DELETED":
-                self._provreqs.pop(key, None)
-                self._failures.pop(pr["metadata"].get("uid", ""), None)
-                self.queue.add(SCALE_DOWN_KEY)
-                return
-            self._provreqs[key] = pr
-        self.queue.add(key)
-
-    def on_node_or_pod(self, typ: str, obj: dict) -> None:
-        self.queue.add(SCALE_DOWN_KEY)
-
-    def keys(self) -> list[str]:
-        with self._lock:
-            return sorted(self._provreqs) + [SCALE_DOWN_KEY]
-
-    # ------------------------------------------------------------------ reconcile
-    def reconcile(self, key: str) -> float | None:
-        if key == SCALE_DOWN_KEY:
-            return self.reconcile_scale_down()
-        ns, name = key.split("/", 1)
-        pr = self.k.get_or_none(PROVREQ, name, ns)
-        if pr is None:
-            return None
-        cls = (pr.get("spec") or {}).get("provisioningClassName", "")
-        if cls not in SUPPORTED_CLASSES:
-            if key not in self._told:
-                self._told.add(key)
-                log.info("provreq %s: class %s is not handled by this autoscaler; left untouched", key, cls)
-            return None
-        templates = self._templates(pr)
-        nodes, _ = self.k.list(NODE)
-        pods, _ = self.k.list(POD)
-        prs, _ = self.k.list(PROVREQ)
-        booked = lifecycle.booked_nodes(nodes, {p["metadata"]["uid"]: p for p in prs})
-        uid = pr["metadata"]["uid"]
-        gen = pr["metadata"].get("generation")
-        s = lifecycle.step(pr, templates, nodes, pods, self.pools, booked, self.now(), self.opts,
-                           lifecycle.backoff_for(self._failures.get(uid, 0), self.opts))
-        if s.action == "none":
-            return None
-        if s.action == "wait":
-            return s.after
-        log.info("%s", s.why)
-        if s.action == "rollback":
-            for n in s.rollback:
-                self.k.delete(NODE, n)
-            return 0.1
-        conds, details = s.conditions or [], s.class_details
-        if s.action == "create-nodes":
-            created = self._create_nodes(pr, s.verdict)
-            conds = lifecycle.after_scale_up(s, created is not None, self.now(), gen)
-            if created is None:      # a node failed and the others were rolled back: no class details
-                details = None
+        try:
+            if w.apply:
+                st: dict = {"conditions": [w.condition]}
+                if w.details:
+                    st["provisioningClassDetails"] = w.details
+                body = {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                        "metadata": {"name": md["name"], "namespace": md["namespace"], "uid": md["uid"]},
+                        "status": st}
+                out = self.k.apply(PROVREQ, body, CA_FIELD_MANAGER, subresource="status")
             else:
-                log.info("provreq %s: Provisioned=True (CapacityIsProvisioned) on %s", key, ", ".join(created))
-        if lifecycle.not_found(conds):
-            self._failures[uid] = self._failures.get(uid, 0) + 1
-        self._apply_status(pr, conds, details)
-        return lifecycle.next_look(s, conds, self._failures.get(uid, 0), self.opts)
-
-    def _templates(self, pr: dict) -> dict[str, dict]:
-        ns = pr["metadata"]["namespace"]
-        out = {}
-        for ps in (pr.get("spec") or {}).get("podSets") or []:
-            name = ((ps or {}).get("podTemplateRef") or {}).get("name")
-            if name:
-                t = self.k.get_or_none(POD_TEMPLATE, name, ns)
-                if t is not None:
-                    out[name] = t
+                body = {**pr, "metadata": {k: v for k, v in md.items() if k != "managedFields"},
+                        "status": {**(pr.get("status") or {}), "conditions": w.conditions}}
+                out = self.k.replace_status(PROVREQ, body)
+        except (NotFound, Conflict) as e:
+            log.info("provreq %s: not written (%s): gone or changed since it was read; the next loop reads it again",
+                     key, type(e).__name__)
+            return None
+        self.provreqs.put(out)
+        c = w.condition
+        log.info("%s [%s=%s/%s, rv %s]", w.why, c["type"], c["status"], c["reason"],
+                 out["metadata"].get("resourceVersion"))
         return out
 
-    def _apply_status(self, pr: dict, conds: list[dict], details: dict | None) -> None:
-        status = lifecycle.status_body(pr, conds, details)
-        body = {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-                "metadata": {"name": pr["metadata"]["name"], "namespace": pr["metadata"]["namespace"],
-                             "uid": pr["metadata"]["uid"]},
-                "status": status}
-        try:
-            self.k.apply(PROVREQ, body, CA_FIELD_MANAGER, subresource="status")
-        except (NotFound, Conflict):
-            log.info("provreq %s: gone or replaced before its status was written", name_of(pr))
+    def _say_once(self, key: str, text: str) -> None:
+        if self._said.get(key) != text:
+            self._said[key] = text
+            log.info("%s", text)
 
-    def _new_name(self, pool: Pool, taken: set[str]) -> str:
-        while True:
+    def _new_names(self, pool: Pool, count: int) -> list[str]:
+        taken = {meta(n).get("name") for n in self.nodes.items()}
+        names = []
+        while len(names) < count:
             n = f"{pool.name_prefix}{self.rng.randrange(10 ** 6):06d}"
             if n not in taken:
                 taken.add(n)
-                return n
+                names.append(n)
+        return names
 
-    def _create_nodes(self, pr: dict, verdict: planner.Verdict) -> list[str] | None:
-        """Create every node of the verdict, or none: if node k of N fails, delete the k-1 already made."""
-        pool = next(p for p in self.pools if p.name == verdict.pool)
-        existing, _ = self.k.list(NODE)
-        taken = {n["metadata"]["name"] for n in existing}
-        count = verdict.nodes_to_create
-        names = [self._new_name(pool, taken) for _ in range(count)]
-        domains = list(verdict.new_node_domains) + [verdict.domain] * count
-        key = name_of(pr)
-        log.info("provreq %s: creating %s", key, ", ".join(names))
+    def _create_nodes(self, key: str, uid: str, up: lifecycle.ScaleUp) -> list[str] | None:
+        """Create every node of the scale-up, concurrently, or none: if a create fails, the nodes made
+        are deleted again (the kwok provider would leave them; this fake is truly atomic)."""
+        pool = next(p for p in self.pools if p.name == up.pool)
+        names = self._new_names(pool, up.count)
         created: list[str] = []
-        try:
-            for name, domain in zip(names, domains):
-                node = node_manifest(pool, name, domain, pr["metadata"]["uid"], key)
-                node["metadata"].setdefault("annotations", {})[BATCH_ANNOTATION] = str(count)
-                self.k.create(NODE, node)
-                created.append(name)
-                self.hooks.reach("node-created", key, node=name, index=len(created), of=count)
-        except (ApiError, Unreachable) as e:
-            log.warning("provreq %s: creating node %d of %d failed (%s); deleting %s so the scale-up stays atomic",
-                        key, len(created) + 1, len(names), e, ", ".join(created) or "nothing")
-            for name in created:
-                try:
-                    self.k.delete(NODE, name)
-                except (ApiError, Unreachable):
-                    log.exception("rollback of %s failed; it will be collected at the next loop", name)
-            return None
-        return created
+        errors: list[str] = []
+        lock = threading.Lock()
 
-    def reconcile_scale_down(self) -> float | None:
-        nodes, _ = self.k.list(NODE)
-        pods, _ = self.k.list(POD)
-        prs, _ = self.k.list(PROVREQ)
-        by_uid = {p["metadata"]["uid"]: p for p in prs}
+        def make(name: str, domain: str | None) -> None:
+            node = node_manifest(pool, name, domain, uid, key, up.boots_at)
+            node["metadata"]["annotations"][BATCH_ANNOTATION] = str(up.count)
+            try:
+                out = self.k.create(NODE, node)
+            except (ApiError, Unreachable) as e:
+                with lock:
+                    errors.append(f"{name}: {e}")
+                return
+            self.nodes.put(out)
+            with lock:
+                created.append(name)
+                index = len(created)
+            self.hooks.reach("node-created", key, node=name, index=index, of=up.count)
+
+        log.info("provreq %s: creating %s", key, ", ".join(names))
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, up.count)) as pool_:
+            list(pool_.map(make, names, up.domains))
+        if not errors:
+            return sorted(created)
+        log.warning("provreq %s: %d of %d node creates failed (%s); deleting %s so the scale-up stays atomic",
+                    key, len(errors), up.count, "; ".join(errors), ", ".join(created) or "nothing")
+        for name in created:
+            self._delete_node(name)
+        return None
+
+    def _delete_node(self, name: str) -> None:
+        try:
+            self.k.delete(NODE, name)
+        except (ApiError, Unreachable) as e:
+            log.warning("deleting node %s failed (%s); the next loop tries again", name, e)
+
+    # ------------------------------------------------------------------ scale-down
+    def scale_down(self) -> bool:
+        nodes, pods = self.nodes.items(), self.pods.items()
+        by_uid = {p["metadata"]["uid"]: p for p in self.provreqs.items()}
         now = self.now()
         plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded)
         for n in plan.mark:
-            self.k.patch(NODE, n, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: format_time(now)}}})
+            self._patch_node(n, {UNNEEDED_ANNOTATION: format_time(now)})
         for n in plan.clear:
-            self.k.patch(NODE, n, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: None}}})
+            self._patch_node(n, {UNNEEDED_ANNOTATION: None})
         for n in plan.delete:
             log.info("scale-down: deleting %s: %s", n, plan.why.get(n, ""))
-            self.k.delete(NODE, n)
+            self._delete_node(n)
         if plan.delete:
-            left = {}
+            left: dict[str, int] = {}
             for n in nodes:
                 p = labels(n).get(POOL_LABEL)
-                if p and n["metadata"]["name"] not in plan.delete and not n["metadata"].get("deletionTimestamp"):
+                if p and n["metadata"]["name"] not in plan.delete and not deleting(n):
                     left[p] = left.get(p, 0) + 1
             for p in self.pools:
                 log.info("scale-down: node pool %s: %d/%d nodes", p.name, left.get(p.name, 0), p.max_nodes)
-        return plan.after
+        return bool(plan.delete)
+
+    def _patch_node(self, name: str, ann: dict) -> None:
+        try:
+            self.nodes.put(self.k.patch(NODE, name, {"metadata": {"annotations": ann}}))
+        except (ApiError, Unreachable) as e:
+            log.warning("annotating node %s failed (%s)", name, e)
 
     # ------------------------------------------------------------------ run
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
         self.publish_pools()
         hb = heartbeat.start(self.k, FAKE_CA_LEASE, stop)
-        synced = [threading.Event() for _ in range(3)]
-        start_informer(self.k, PROVREQ, self.on_provreq, stop, synced=synced[0])
-        start_informer(self.k, NODE, self.on_node_or_pod, stop, synced=synced[1])
-        start_informer(self.k, POD, self.on_node_or_pod, stop, synced=synced[2])
-        for e in synced:
-            e.wait(30)
-        log.info("fake-ca: watching ProvisioningRequests (booking %.0fs, backoff %.0f..%.0fs, scale-down after "
-                 "%.0fs unneeded, ValidUntilSeconds %s)", self.opts.booking_seconds, self.opts.initial_backoff,
-                 self.opts.max_backoff, self.unneeded,
-                 "HONOURED (differs from the real CA)" if self.opts.honor_valid_until else "ignored (like the real CA)")
+        stores = ((PROVREQ, self.provreqs), (POD_TEMPLATE, self.templates), (NODE, self.nodes), (POD, self.pods))
+        for res, store in stores:
+            start_store(self.k, res, stop, store)
+        for _, store in stores:
+            store.synced.wait(30)
+        o = self.opts
+        log.info("fake-ca: one ProvisioningRequest per loop, loops %.1fs apart when idle (--scan-interval); "
+                 "request backoff %.0f..%.0fs, node-group backoff %.0f..%.0fs, max node provision time %.0fs, "
+                 "booking %.0fs, scale-down after %.0fs unneeded; ValidUntilSeconds %s",
+                 o.scan_interval, o.initial_backoff, o.max_backoff, o.initial_group_backoff, o.max_group_backoff,
+                 o.max_node_provision_seconds, o.booking_seconds, self.unneeded,
+                 "HONOURED (differs from the real CA)" if o.honor_valid_until else "ignored (like the real CA)")
         log.info("fake-ca: caches synced; ready")
         if ready:
             ready.set()
-        run_loop(self.queue, self.reconcile, stop, self.resync, self.keys)
+        while not stop.is_set():
+            try:
+                wait = self.run_once()
+            except Unreachable as e:
+                log.warning("apiserver unreachable (%s); next loop in 2s", e)
+                wait = 2.0
+            except Exception:
+                log.exception("loop failed; next loop in 2s")
+                wait = 2.0
+            if wait > 0:
+                self.wake.wait(wait)
+                self.wake.clear()
         hb.join(5)

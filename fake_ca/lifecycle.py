@@ -1,283 +1,392 @@
-"""What the fake autoscaler does next with one ProvisioningRequest: a pure function of cluster state.
+"""One loop of the fake autoscaler, decided in pure code: what a RunOnce of the real Cluster
+Autoscaler 1.36.1 does with ProvisioningRequests (core/static_autoscaler.go), at demo timescales.
 
-Everything it needs is read from the cluster (conditions and their timestamps, nodes that
-carry the request's UID), so a controller killed at any point and restarted takes the same
-decision again: no duplicate nodes, no leaked nodes, no lost condition.
+    1. refresh (processors/provreq/processor.go): end bookings (BookingExpired), fail requests
+       never provisioned for too long (Failed/Expired), at most 20 updates a loop;
+    2. cluster state (clusterstate): nodes that did not boot within --max-node-provision-time
+       are removed and their group backs off;
+    3. the injector (processors/provreq/injector.go) picks ONE request: of a supported class,
+       neither Failed nor Provisioned=True, and, after Provisioned=False, past its retry time;
+       requests whose PodTemplates are missing are failed on the way (not picked);
+    4. the picked request: Accepted=True (one write), then its class decides:
+       best-effort-atomic: fits existing capacity -> Provisioned=True/CapacityIsFound; else one
+       node group grows all-or-nothing -> nodes requested -> Provisioned=True/CapacityIsProvisioned
+       at once, without waiting for the nodes to boot; else Provisioned=False/CapacityIsNotFound;
+       check-capacity: CapacityIsFound or CapacityIsNotFound, or Failed with noRetry.
+
+The loop that processed a request runs again at once; otherwise after --scan-interval.  Everything
+a decision needs comes from the cluster (conditions, timestamps, nodes carrying the request's UID)
+or from `Memory`, the in-memory state the real autoscaler keeps too (retry times, node-group
+backoff) and loses on a restart.  A controller killed at any point takes the same decisions again:
+no duplicate nodes, no leaked nodes, no lost condition.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from demo.k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BOOKING_EXPIRED, CAPACITY_REVOKED, CONSUME_PROVREQ_ANNOTATION,
-                           DOMAIN_DETAIL, FAILED, PARAM_DELAY, PARAM_HONOR_VALID_UNTIL, PARAM_REVOKE_AFTER,
-                           PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROVISIONED, PROVREQ_UID_ANNOTATION)
-from demo.k8s.objects import annotations, condition, created_at, is_true
+from demo.k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CAPACITY_REVOKED,
+                           CHECK_CAPACITY, DOMAIN_DETAIL, FAILED, PROVISIONED, PROVREQ_UID_ANNOTATION)
+from demo.k8s.objects import annotations, created_at, deleting, is_true, meta, name_of, spec, status, transition_time
 
+from . import backoff, booking, nodes as vm
 from . import conditions as C
-from . import planner
-from .pools import Pool, pool_of_node
-from .request import RequestError, request_from_objects
-
-P_VALID_UNTIL, P_DELAY, P_STOCKOUT, P_REVOKE_AFTER, P_HONOR_VALID_UNTIL = (
-    PARAM_VALID_UNTIL, PARAM_DELAY, PARAM_STOCKOUT, PARAM_REVOKE_AFTER, PARAM_HONOR_VALID_UNTIL)
+from . import params as P
+from .planner import Verdict, plan
+from .pools import Pool
+from .request import SUPPORTED_CLASSES, RequestError, request_from_objects
 
 
 @dataclass(frozen=True)
 class Options:
-    booking_seconds: float = 60.0            # real CA: 10m, hardcoded
-    initial_backoff: float = 5.0             # real CA: 1m  (--provisioning-request-initial-backoff-time)
-    max_backoff: float = 20.0                # real CA: 10m (--provisioning-request-max-backoff-time)
-    expiry_seconds: float = 7 * 24 * 3600    # real CA: 7 days, then Failed/Expired
-    honor_valid_until: bool = False          # real CA: ignores ValidUntilSeconds
-    delay_seconds: float = 0.0               # global injected provisioning delay
-    stockout: bool = False                   # global injected stock-out
-    revoke_after: float | None = None        # global injected revocation
+    scan_interval: float = 1.0                  # real: 10s (--scan-interval)
+    booking_seconds: float = 60.0               # real: 10m, hardcoded
+    initial_backoff: float = 5.0                # real: 1m  (--provisioning-request-initial-backoff-time)
+    max_backoff: float = 20.0                   # real: 10m (--provisioning-request-max-backoff-time)
+    expiry_seconds: float = 7 * 24 * 3600       # real: 7 days, then Failed/Expired
+    max_node_provision_seconds: float = 20.0    # real: 15m (--max-node-provision-time)
+    initial_group_backoff: float = 60.0         # real: 5m  (--initial-node-group-backoff-duration)
+    max_group_backoff: float = 300.0            # real: 30m (--max-node-group-backoff-duration)
+    honor_valid_until: bool = False             # real: ValidUntilSeconds is never read
+    boot_seconds: float | None = None           # override every pool's bootSeconds
+    stockout_seconds: float | None = None       # FAKE-ONLY fault: refuse scale-ups of requests younger than this
+    revoke_after: float | None = None           # FAKE-ONLY fault: CapacityRevoked this long after Provisioned
+    max_refresh_updates: int = 20               # real: 20 updates a loop
+
+    @property
+    def retry(self) -> backoff.RetryPolicy:
+        return backoff.RetryPolicy(self.initial_backoff, self.max_backoff)
+
+    @property
+    def groups(self) -> backoff.GroupPolicy:
+        return backoff.GroupPolicy(self.initial_group_backoff, self.max_group_backoff)
 
 
 @dataclass
-class Step:
-    action: str                  # none | wait | conditions | create-nodes | rollback
+class Memory:
+    """What the real autoscaler keeps only in memory: lost on a restart, like its LRU and clusterstate."""
+    retry: dict[str, float] = field(default_factory=dict)                    # request UID -> next retry time
+    groups: dict[str, backoff.GroupBackoff] = field(default_factory=dict)    # pool -> node-group backoff
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """What one loop reads (from the informer caches)."""
+    provreqs: list[dict]
+    templates: dict[tuple[str, str], dict]       # (namespace, name) -> PodTemplate
+    nodes: list[dict]
+    pods: list[dict]
+
+
+@dataclass(frozen=True)
+class Write:
+    """One status write to a ProvisioningRequest.  `apply`: server-side apply of the one condition
+    `ctype` (field manager cluster-autoscaler, as best-effort-atomic writes Provisioned); otherwise
+    an update of the whole status carrying the resourceVersion that was read."""
+    provreq: dict
+    ctype: str
+    conditions: list[dict]
     why: str
-    conditions: list[dict] | None = None
-    class_details: dict | None = None
-    verdict: planner.Verdict | None = None
-    rollback: list[str] = field(default_factory=list)
-    after: float | None = None
+    apply: bool = False
+    details: dict | None = None
+
+    @property
+    def condition(self) -> dict:
+        return next(c for c in self.conditions if c["type"] == self.ctype)
 
 
-class BadParameter(ValueError):
-    pass
+@dataclass(frozen=True)
+class ScaleUp:
+    """Grow one pool by `count` nodes for one request, all or nothing."""
+    pool: str
+    count: int
+    domains: tuple[str | None, ...]
+    boots_at: str | None
+    provisioned: Write           # once every node exists
+    refused: Write               # when a node create failed (the others are rolled back)
+    why: str
 
 
-def _param_seconds(params: dict, key: str) -> float | None:
-    raw = params.get(key)
-    if raw is None:
-        return None
-    try:
-        v = float(raw)
-    except (TypeError, ValueError):
-        raise BadParameter(f"parameters.{key}={raw!r} is not a number of seconds") from None
-    if v < 0 or v > 10 * 365 * 24 * 3600:
-        raise BadParameter(f"parameters.{key}={raw!r} is out of range")
-    return v
+@dataclass
+class Pick:
+    """The one request this loop processed."""
+    key: str
+    uid: str
+    writes: list[Write] = field(default_factory=list)      # in order
+    scale_up: ScaleUp | None = None
+    rollback: list[str] = field(default_factory=list)      # nodes of an interrupted scale-up, deleted first
+    why: str = ""
 
 
-def _age(provreq: dict, now: datetime) -> float:
-    created = created_at(provreq)
+@dataclass
+class LoopPlan:
+    refresh: list[Write]
+    failed: list[Write]                  # failed by the injector on its way (missing templates, bad parameters)
+    timed_out: list[vm.TimedOut]
+    pick: Pick | None
+    memory: Memory
+    notes: list[str] = field(default_factory=list)      # decisions worth a log line that change nothing
+
+
+def _key(pr: dict) -> str:
+    return name_of(pr)
+
+
+def _age(pr: dict, now: datetime) -> float:
+    created = created_at(pr)
     return 0.0 if created is None else (now - created).total_seconds()
 
 
-def consuming_pods_scheduled(provreq: dict, pods: list[dict]) -> int:
-    """Scheduled pods that consume this request (CA 1.37 ends the booking when they reach its count)."""
-    md = provreq["metadata"]
-    return sum(1 for p in pods
-               if p["metadata"].get("namespace") == md["namespace"]
-               and (p["metadata"].get("annotations") or {}).get(CONSUME_PROVREQ_ANNOTATION) == md["name"]
-               and (p.get("spec") or {}).get("nodeName")
-               and not p["metadata"].get("deletionTimestamp"))
+def _conds(pr: dict) -> list[dict]:
+    return list(status(pr).get("conditions") or [])
+
+
+def _gen(pr: dict) -> int | None:
+    return meta(pr).get("generation")
+
+
+def _write(pr: dict, ctype: str, st: str, reason: str, message: str, now: datetime, why: str,
+           apply: bool = False, details: dict | None = None) -> Write:
+    conds = C.set_condition(_conds(pr), ctype, st, reason, message, now, None if apply else _gen(pr))
+    return Write(pr, ctype, conds, why, apply, details)
+
+
+def supported(pr: dict) -> bool:
+    return spec(pr).get("provisioningClassName") in SUPPORTED_CLASSES
+
+
+def ordered(provreqs: list[dict]) -> list[dict]:
+    """The order the loop walks requests in: oldest first (the real lister's order is unspecified)."""
+    return sorted(provreqs, key=lambda p: (meta(p).get("creationTimestamp") or "", _key(p)))
+
+
+# ---------------------------------------------------------------------------- 1. refresh
+
+def refresh(provreqs: list[dict], pods: list[dict], now: datetime, opts: Options) -> tuple[list[Write], list[str]]:
+    """Bookings that end, requests that expire, injected revocations; at most max_refresh_updates writes."""
+    writes: list[Write] = []
+    notes: list[str] = []
+    for pr in ordered(provreqs):
+        if len(writes) >= opts.max_refresh_updates:
+            break
+        if not supported(pr) or is_true(pr, FAILED):
+            continue
+        key = _key(pr)
+        try:
+            params = P.parse(pr)
+        except P.BadParameter:
+            continue                # the injector fails it when it gets to it
+        if is_true(pr, PROVISIONED):
+            w = _refresh_provisioned(pr, params, pods, now, opts)
+        else:
+            w = _refresh_waiting(pr, params, now, opts, notes)
+        if w is not None:
+            writes.append(w)
+        elif params.valid_until_note and not (opts.honor_valid_until or params.honor_valid_until):
+            notes.append(f"provreq {key}: {params.valid_until_note}: ignored (the real autoscaler never reads it)")
+    return writes, notes
+
+
+def _refresh_provisioned(pr: dict, params: P.Params, pods: list[dict], now: datetime, opts: Options) -> Write | None:
+    key = _key(pr)
+    held = (now - (transition_time(pr, PROVISIONED) or now)).total_seconds()
+    revoke = params.revoke_after if params.revoke_after is not None else opts.revoke_after
+    if revoke is not None and not is_true(pr, CAPACITY_REVOKED) and held >= revoke:
+        return _write(pr, CAPACITY_REVOKED, "True", C.R_REVOKED, C.MSG_REVOKED, now,
+                      f"provreq {key}: INJECTED fault: revoking capacity {held:.0f}s after provisioning "
+                      "(the real autoscaler never writes CapacityRevoked)")
+    if is_true(pr, BOOKING_EXPIRED):
+        return None
+    total = booking.total_pods(pr)
+    if total and booking.consuming_pods_scheduled(pr, pods) >= total:
+        return _write(pr, BOOKING_EXPIRED, "True", C.R_BOOKING_CONSUMED, C.MSG_BOOKING_CONSUMED, now,
+                      f"provreq {key}: all {total} pod(s) scheduled: booking consumed (CA 1.37)")
+    if held >= opts.booking_seconds:
+        return _write(pr, BOOKING_EXPIRED, "True", C.R_RESERVATION_EXPIRED, C.MSG_RESERVATION_EXPIRED, now,
+                      f"provreq {key}: booking of {opts.booking_seconds:.0f}s expired")
+    return None
+
+
+def _refresh_waiting(pr: dict, params: P.Params, now: datetime, opts: Options, notes: list[str]) -> Write | None:
+    key = _key(pr)
+    age = _age(pr, now)
+    if age >= opts.expiry_seconds:
+        return _write(pr, FAILED, "True", C.R_EXPIRED, C.MSG_EXPIRED, now,
+                      f"provreq {key}: not provisioned {age:.0f}s after creation: expired")
+    if opts.honor_valid_until or params.honor_valid_until:
+        if params.valid_until_note:
+            return _write(pr, FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {params.valid_until_note}",
+                          now, f"provreq {key}: {params.valid_until_note} (--honor-valid-until is on)")
+        if params.valid_until is not None and age >= params.valid_until:
+            return _write(pr, FAILED, "True", C.R_VALID_UNTIL_EXPIRED,
+                          f"capacity not provisioned within ValidUntilSeconds={params.valid_until:.0f} "
+                          "(honoured by fake-ca --honor-valid-until; the real autoscaler ignores it)", now,
+                          f"provreq {key}: ValidUntilSeconds={params.valid_until:.0f} passed without capacity: "
+                          "Failed (--honor-valid-until; the real Cluster Autoscaler ignores ValidUntilSeconds)")
+    return None
+
+
+# ---------------------------------------------------------------------------- 2. nodes that never booted
+
+def register_failures(memory: Memory, pools_failed: list[tuple[str, str]], now: datetime, opts: Options) -> Memory:
+    """Memory after failed scale-ups of the given pools (pool, reason) at `now`."""
+    groups = backoff.forget_stale(memory.groups, now, opts.groups)
+    for pool, reason in pools_failed:
+        groups[pool] = backoff.register_failure(groups.get(pool), now, opts.groups, reason)
+    return Memory(dict(memory.retry), groups)
+
+
+# ---------------------------------------------------------------------------- 3 and 4. pick one, process it
+
+def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime, opts: Options) -> LoopPlan:
+    """Everything one loop does, in the order it does it."""
+    refresh_writes, notes = refresh(cluster.provreqs, cluster.pods, now, opts)
+    refreshed = {_key(w.provreq) for w in refresh_writes}
+    timed_out = vm.timed_out(cluster.nodes, now, opts.max_node_provision_seconds)
+    memory = register_failures(memory, [(t.pool, t.why) for t in timed_out], now, opts)
+    gone = {n for t in timed_out for n in t.nodes}
+    nodes = [n for n in cluster.nodes if meta(n).get("name") not in gone]
+    retry = dict(memory.retry)
+    failed: list[Write] = []
+    pick = None
+    live = {meta(p).get("uid") for p in cluster.provreqs}
+    for pr in ordered(cluster.provreqs):
+        if not supported(pr):
+            notes.append(f"provreq {_key(pr)}: class {spec(pr).get('provisioningClassName')} is not handled by "
+                         f"this autoscaler; left untouched (rv {meta(pr).get('resourceVersion')})")
+            continue
+        if _key(pr) in refreshed:
+            continue
+        uid = meta(pr).get("uid", "")
+        avail = backoff.availability(pr, retry.get(uid), now, opts.retry)
+        if avail.retry is None:
+            retry.pop(uid, None)
+        else:
+            retry[uid] = avail.retry
+        if not avail.available:
+            continue
+        try:
+            params = P.parse(pr)
+        except P.BadParameter as e:
+            failed.append(_write(pr, FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {e}", now,
+                                 f"provreq {_key(pr)}: invalid: {e}"))
+            continue
+        try:
+            request = request_from_objects(pr, _templates_of(pr, cluster.templates))
+        except RequestError as e:
+            failed.append(_write(pr, FAILED, "True", e.reason, e.message, now, f"provreq {_key(pr)}: {e.message}"))
+            continue
+        pick = _process(pr, request, params, cluster, nodes, pools, memory, now, opts)
+        break
+    memory = Memory({u: r for u, r in retry.items() if u in live}, memory.groups)
+    return LoopPlan(refresh_writes, failed, timed_out, pick, memory, notes)
+
+
+def _templates_of(pr: dict, templates: dict[tuple[str, str], dict]) -> dict[str, dict]:
+    ns = meta(pr).get("namespace") or "default"
+    return {name: t for (tns, name), t in templates.items() if tns == ns}
 
 
 def nodes_of(uid: str, nodes: list[dict]) -> list[dict]:
-    return [n for n in nodes if (n.get("metadata", {}).get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid
-            and not n["metadata"].get("deletionTimestamp")]
+    return [n for n in nodes if annotations(n).get(PROVREQ_UID_ANNOTATION) == uid and not deleting(n)]
 
 
-def step(provreq: dict, templates: dict[str, dict], nodes: list[dict], pods: list[dict], pools: list[Pool],
-         booked: dict[str, str], now: datetime, opts: Options, backoff_seconds: float) -> Step:
-    md = provreq["metadata"]
-    key = f"{md['namespace']}/{md['name']}"
-    uid = md["uid"]
-    conds = list((provreq.get("status") or {}).get("conditions") or [])
-    gen = md.get("generation")
-    params = (provreq.get("spec") or {}).get("parameters") or {}
-    try:
-        revoke_after = _param_seconds(params, P_REVOKE_AFTER)
-        delay = _param_seconds(params, P_DELAY)
-        valid_until = _param_seconds(params, P_VALID_UNTIL)
-    except BadParameter as e:
-        if is_true(provreq, FAILED):
-            return Step("none", "failed")
-        return Step("conditions", f"provreq {key}: invalid: {e}",
-                    C.set_condition(conds, FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {e}",
-                                    now, gen))
-    if revoke_after is None:
-        revoke_after = opts.revoke_after
-    delay = opts.delay_seconds if delay is None else delay
-    stockout = opts.stockout or str(params.get(P_STOCKOUT, "")).lower() == "true"
-    honor_valid_until = opts.honor_valid_until or str(params.get(P_HONOR_VALID_UNTIL, "")).lower() == "true"
+def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[dict], pools: list[Pool],
+             memory: Memory, now: datetime, opts: Options) -> Pick:
+    key, uid = _key(pr), meta(pr).get("uid", "")
+    cls = spec(pr).get("provisioningClassName")
+    accepted = _write(pr, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, f"provreq {key}: accepted")
+    after = Write({**pr, "status": {**status(pr), "conditions": accepted.conditions}}, ACCEPTED,
+                  accepted.conditions, accepted.why)
+    pick = Pick(key, uid, [accepted])
+    apply = cls == BEST_EFFORT_ATOMIC
 
-    if is_true(provreq, FAILED):
-        return Step("none", "failed: terminal")
-
-    # ---- after provisioning: booking window, injected revocation
-    if is_true(provreq, PROVISIONED):
-        prov_at = C.ltt(provreq, PROVISIONED) or now
-        held = (now - prov_at).total_seconds()
-        waits = []
-        if revoke_after is not None and not is_true(provreq, CAPACITY_REVOKED):
-            if held >= revoke_after:
-                return Step("conditions", f"provreq {key}: INJECTED fault: revoking capacity {held:.0f}s after "
-                                          "provisioning (the real autoscaler never writes CapacityRevoked)",
-                            C.set_condition(conds, CAPACITY_REVOKED, "True", C.R_REVOKED,
-                                            "capacity revoked by fault injection (fake-ca)", now, gen))
-            waits.append(revoke_after - held)
-        if not is_true(provreq, BOOKING_EXPIRED):
-            total = sum(int((ps or {}).get("count") or 0) for ps in (provreq.get("spec") or {}).get("podSets") or [])
-            consumed = consuming_pods_scheduled(provreq, pods)
-            if total and consumed >= total:
-                return Step("conditions", f"provreq {key}: all {total} pod(s) scheduled: booking consumed",
-                            C.set_condition(conds, BOOKING_EXPIRED, "True", C.R_BOOKING_CONSUMED,
-                                            C.MSG_BOOKING_CONSUMED, now, gen))
-            if held >= opts.booking_seconds:
-                return Step("conditions", f"provreq {key}: booking of {opts.booking_seconds:.0f}s expired",
-                            C.set_condition(conds, BOOKING_EXPIRED, "True", C.R_RESERVATION_EXPIRED,
-                                            C.MSG_RESERVATION_EXPIRED, now, gen))
-            waits.append(opts.booking_seconds - held)
-        return Step("wait", "booked", after=min(waits)) if waits else Step("none", "booking over")
-
-    # ---- not provisioned yet
-    age = _age(provreq, now)
-    if age >= opts.expiry_seconds:
-        return Step("conditions", f"provreq {key}: not provisioned {age:.0f}s after creation: expired",
-                    C.set_condition(conds, FAILED, "True", C.R_EXPIRED, C.MSG_EXPIRED, now, gen))
-    if honor_valid_until and valid_until is not None and age >= valid_until:
-        return Step("conditions",
-                    f"provreq {key}: ValidUntilSeconds={valid_until:.0f} passed without capacity: Failed "
-                    "(--honor-valid-until; the real Cluster Autoscaler ignores ValidUntilSeconds)",
-                    C.set_condition(conds, FAILED, "True", C.R_VALID_UNTIL_EXPIRED,
-                                    f"capacity not provisioned within ValidUntilSeconds={valid_until:.0f} "
-                                    "(honoured by fake-ca --honor-valid-until; the real autoscaler ignores it)",
-                                    now, gen))
-
-    try:
-        request = request_from_objects(provreq, templates)
-    except RequestError as e:
-        return Step("conditions", f"provreq {key}: {e}",
-                    C.set_condition(conds, FAILED, "True", e.reason, str(e), now, gen))
-
-    accepted = is_true(provreq, ACCEPTED)
-    if not accepted:
-        conds = C.set_condition(conds, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
-
-    # nodes already created for this request: a previous run was interrupted
     mine = nodes_of(uid, nodes)
-    if mine:
-        want = max(int((n["metadata"].get("annotations") or {}).get(BATCH_ANNOTATION, "0") or 0) for n in mine)
-        names = sorted(n["metadata"]["name"] for n in mine)
+    if mine:                                    # a scale-up of ours was interrupted (restart, kill -9)
+        want = max(int(annotations(n).get(BATCH_ANNOTATION, "0") or 0) for n in mine)
+        names = sorted(meta(n)["name"] for n in mine)
         if want and len(mine) >= want:
-            details = {}
-            doms = {v for n in mine for k, v in (n["metadata"].get("labels") or {}).items()
-                    if k == _topology_label(pools, n)}
-            if request.topology and len(doms) == 1:
-                details[DOMAIN_DETAIL] = doms.pop()
-            return Step("conditions", f"provreq {key}: all {want} node(s) exist ({', '.join(names)}): provisioned",
-                        C.set_condition(conds, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
-                                        now, gen), class_details=details or None)
-        return Step("rollback", f"provreq {key}: found {len(mine)} of {want} node(s) from an interrupted scale-up; "
-                                f"deleting {', '.join(names)} (atomic) and planning again", rollback=names)
+            details = _domain_details(request, mine, pools)
+            pick.writes.append(_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
+                                      now, f"provreq {key}: all {want} node(s) exist ({', '.join(names)}): provisioned",
+                                      apply, details))
+            return pick
+        pick.rollback = names
+        pick.why = (f"provreq {key}: found {len(mine)} of {want} node(s) from an interrupted scale-up; deleting "
+                    f"{', '.join(names)} (atomic) and planning again")
+        return pick
 
-    # wake up exactly when ValidUntilSeconds runs out, whatever else we are waiting for
-    def until(after: float) -> float:
-        if honor_valid_until and valid_until is not None:
-            return min(after, max(valid_until - age, 0.05))
-        return after
+    snapshot = vm.snapshot_nodes(nodes)
+    booked = booking.booked_pods(cluster.provreqs, cluster.templates, exclude_uid=uid)
+    backed = {pool: f"node group {pool} is backed off after a failed scale-up ({g.reason}) until "
+                    f"{g.until.strftime('%H:%M:%S')}"
+              for pool, g in memory.groups.items() if backoff.backed_off(g, now)}
+    verdict = plan(request, pools, snapshot, cluster.pods, booked, backed)
 
-    # injected delay: capacity takes this long to appear
-    if delay and age < delay:
-        if not accepted:
-            return Step("conditions", f"provreq {key}: accepted; INJECTED provisioning delay {delay:.0f}s", conds,
-                        after=until(delay - age))
-        return Step("wait", f"injected delay: {delay - age:.0f}s left", after=until(delay - age))
+    if cls == CHECK_CAPACITY:
+        if verdict.fits:
+            pick.writes.append(_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND,
+                                      now, verdict.line(key)))
+        elif params.no_retry:
+            pick.writes.append(_write(after.provreq, FAILED, "True", C.R_NOT_FOUND, C.MSG_NOT_FOUND_NO_RETRY, now,
+                                      verdict.line(key) + " (noRetry: Failed)"))
+        else:
+            pick.writes.append(_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+                                      verdict.line(key)))
+        return pick
 
-    # backoff after CapacityIsNotFound (in memory, like the real CA)
-    prov = condition(provreq, PROVISIONED)
-    if prov and prov.get("status") == "False" and accepted:
-        since = (now - (C.ltt(provreq, PROVISIONED) or now)).total_seconds()
-        if since < backoff_seconds:
-            return Step("wait", f"backoff {backoff_seconds - since:.0f}s", after=until(backoff_seconds - since))
-
-    bookings = {n: u for n, u in booked.items() if u != uid}
-    verdict = planner.plan(request, pools, nodes, pods, bookings)
-    if stockout and verdict.fits and verdict.nodes_to_create:
-        verdict = _stockout(verdict)
     if not verdict.fits:
-        conds = C.set_condition(conds, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, gen)
-        return Step("conditions", verdict.line(key) + ("" if not stockout else " (INJECTED stock-out)"),
-                    C.set_condition(conds, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now, gen),
-                    verdict=verdict, after=until(3600.0) if honor_valid_until and valid_until is not None else None)
+        pick.writes.append(_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+                                  verdict.line(key), apply=True))
+        return pick
     if verdict.nodes_to_create == 0:
-        return Step("conditions", verdict.line(key),
-                    C.set_condition(conds, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now, gen),
-                    verdict=verdict)
-    return Step("create-nodes", verdict.line(key), conds, verdict=verdict,
-                class_details={DOMAIN_DETAIL: verdict.domain} if verdict.domain else None)
+        pick.writes.append(_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now,
+                                  verdict.line(key), apply=True, details=_details(verdict)))
+        return pick
+    stockout = params.stockout_seconds if params.stockout_seconds is not None else opts.stockout_seconds
+    if stockout is not None and _age(pr, now) < stockout:
+        # A real IncreaseSize error would also back the node group off (5m); an injected stock-out
+        # refuses this request only, so that one scenario's fault does not slow the next.
+        left = "" if stockout == P.FOREVER else f", back in {stockout - _age(pr, now):.0f}s"
+        pick.why = (f"INJECTED stock-out: the cloud refused {verdict.nodes_to_create} node(s) of {verdict.pool}"
+                    f"{left}")
+        pick.writes.append(_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+                                  verdict.line(key) + f"; {pick.why}", apply=True))
+        return pick
+    pool = next(p for p in pools if p.name == verdict.pool)
+    boot = params.boot_seconds if params.boot_seconds is not None else (
+        opts.boot_seconds if opts.boot_seconds is not None else pool.boot_seconds)
+    domains = tuple(verdict.new_node_domains) + (verdict.domain,) * (verdict.nodes_to_create - len(verdict.new_node_domains))
+    boots = vm.boots_at(now, boot)
+    boot_note = "" if boots is None else (" (their VMs never boot)" if boot == P.FOREVER else f" (booting {boot:.0f}s)")
+    pick.scale_up = ScaleUp(
+        verdict.pool, verdict.nodes_to_create, domains, boots,
+        provisioned=_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND, now,
+                           f"provreq {key}: Provisioned=True (CapacityIsProvisioned) as soon as the nodes are requested"
+                           f"{boot_note}", apply=True, details=_details(verdict)),
+        refused=_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+                       f"provreq {key}: the scale-up failed; nodes rolled back", apply=True),
+        why=verdict.line(key))
+    return pick
 
 
-def _topology_label(pools: list[Pool], node: dict) -> str | None:
-    p = pool_of_node(node, pools)
-    return p.topology_label if p else None
+def _details(verdict: Verdict) -> dict | None:
+    return {DOMAIN_DETAIL: verdict.domain} if verdict.domain else None
 
 
-def _stockout(v: planner.Verdict) -> planner.Verdict:
-    return replace(v, fits=False, status_reason=C.R_NOT_FOUND,
-                               reason="injected stock-out: the cloud has no capacity for this pool")
+def _domain_details(request, mine: list[dict], pools: list[Pool]) -> dict | None:
+    if not request.topology:
+        return None
+    doms = set()
+    for n in mine:
+        for p in pools:
+            if p.topology_label and p.topology_label in (meta(n).get("labels") or {}):
+                doms.add(meta(n)["labels"][p.topology_label])
+    return {DOMAIN_DETAIL: doms.pop()} if len(doms) == 1 else None
 
 
-def backoff_for(failures: int, opts: Options) -> float:
-    """1m, 2m, 4m, ... capped (scaled to the demo's flags)."""
-    if failures <= 0:
-        return 0.0
-    return min(opts.initial_backoff * (2 ** (failures - 1)), opts.max_backoff)
-
-
-def booked_nodes(nodes: list[dict], provreqs_by_uid: dict[str, dict]) -> dict[str, str]:
-    """Node name -> uid of the ProvisioningRequest whose booking holds it (nodes this fake made for a
-    request that is still Provisioned and neither Failed nor BookingExpired)."""
-    out = {}
-    for n in nodes:
-        uid = annotations(n).get(PROVREQ_UID_ANNOTATION)
-        if uid and uid in provreqs_by_uid and C.booked(provreqs_by_uid[uid]):
-            out[n["metadata"]["name"]] = uid
-    return out
-
-
-def _provisioned(conditions: list[dict]) -> dict | None:
-    return next((c for c in conditions if c.get("type") == PROVISIONED), None)
-
-
-def not_found(conditions: list[dict]) -> bool:
-    """Whether conditions about to be written report CapacityIsNotFound (which advances the backoff)."""
-    prov = _provisioned(conditions)
-    return bool(prov and prov["status"] == "False" and prov["reason"] == C.R_NOT_FOUND)
-
-
-def after_scale_up(step: "Step", created: bool, now: datetime, generation: int | None) -> list[dict]:
-    """The conditions to write once the node creates of a create-nodes step are done: Provisioned=True
-    (CapacityIsProvisioned) when every node was made, else CapacityIsNotFound (the nodes were rolled back)."""
-    if created:
-        return C.set_condition(step.conditions or [], PROVISIONED, "True", C.R_CAPACITY_PROVISIONED,
-                               C.MSG_CAPACITY_FOUND, now, generation)
-    return C.set_condition(step.conditions or [], PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now, generation)
-
-
-def status_body(provreq: dict, conditions: list[dict], details: dict | None) -> dict:
-    """The ProvisioningRequest status to apply.  Server-side apply drops fields a manager stops sending,
-    so provisioningClassDetails published earlier are sent again with every later condition write."""
-    status: dict = {"conditions": conditions}
-    keep = details or ((provreq.get("status") or {}).get("provisioningClassDetails") or None)
-    if keep:
-        status["provisioningClassDetails"] = keep
-    return status
-
-
-def next_look(step: "Step", written: list[dict], failures: int, opts: Options) -> float | None:
-    """Seconds until this request wants another look, given the conditions just written."""
-    prov = _provisioned(written)
-    if prov and prov["status"] == "False":
-        backoff = backoff_for(failures, opts)
-        return min(backoff, step.after) if step.after is not None else backoff
-    if step.action == "create-nodes":
-        return opts.booking_seconds
-    return step.after if step.after is not None else 0.1
+def next_wait(plan_: LoopPlan, scaled_down: bool, opts: Options) -> float:
+    """Seconds until the next loop (loop/trigger.go): none after a loop that processed a request or
+    scaled down; otherwise the scan interval.  A new request does not wake an idle loop."""
+    return 0.0 if plan_.pick is not None or scaled_down else opts.scan_interval

@@ -104,7 +104,8 @@ class _Option:
 
 @dataclass
 class _Refusal:
-    """A pool that cannot take them: kind "shape" (it does not admit some pod) or "size" (no room)."""
+    """A pool that cannot take them: kind "shape" (it does not admit some pod), "size" (no room) or
+    "backoff" (the node group is backed off after a failed scale-up: not an option at all)."""
     pool: Pool
     kind: str
     reason: str
@@ -276,17 +277,36 @@ def _not_found(reason: str) -> Verdict:
     return Verdict(fits=False, status_reason=R_NOT_FOUND, reason=reason)
 
 
+def reserve(booked: list[PodSet], candidates: list[dict], free: dict[str, dict[str, int]]) -> int:
+    """Place booked pods first-fit on the candidates and take their capacity out of `free` (in place),
+    like the real autoscaler's bookCapacity (TrySchedulePods without breaking on failure): a pod
+    that fits nowhere is skipped.  Returns how many were placed."""
+    placed = 0
+    for ps in booked:
+        need = demand_of(ps)
+        for node in candidates:
+            n = obj_name(node)
+            if selector_mismatch(ps, node) is None and shortfall(need, free[n]) is None:
+                subtract(free[n], need)
+                placed += 1
+                break
+    return placed
+
+
 def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict],
-         booked: dict[str, str] | None = None) -> Verdict:
+         booked: list[PodSet] | None = None, backed_off: dict[str, str] | None = None) -> Verdict:
     """Decide where the request's pods go: existing capacity, new nodes of one pool, or nowhere.
 
-    `nodes` and `pods` are the cluster's Node and Pod objects; `booked` maps node name -> uid of
-    the ProvisioningRequest whose booking holds that node (other requests may not use it).
+    `nodes` and `pods` are the cluster's Node and Pod objects (booting nodes given as the Ready
+    placeholders they will become); `booked` are the pods of other requests whose booking holds
+    capacity (placed first, pod-sized, wherever they fit); `backed_off` maps a pool to why it is
+    not a scale-up option now (node-group backoff).
     """
-    booked = booked or {}
     expanded = request.expand()
-    eligible = eligible_nodes(nodes, booked, request.uid)
+    eligible = eligible_nodes(nodes)
     free = free_capacity(eligible, pods)
+    reserve(list(booked or []), eligible, free)
+    backed_off = backed_off or {}
 
     if request.topology:
         seen = []
@@ -302,7 +322,8 @@ def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict
         if request.class_name == CHECK_CAPACITY:
             return _not_found(f"check-capacity never adds nodes, and no topology domain has free capacity "
                               f"for all {len(expanded)} pod(s)")
-        results = [_plan_pool_topology(p, expanded, eligible, free, nodes) for p in pools]
+        results = [_Refusal(p, "backoff", backed_off[p.name]) if p.name in backed_off
+                   else _plan_pool_topology(p, expanded, eligible, free, nodes) for p in pools]
         expanded_left = expanded
     else:
         placements, remaining = _place_existing(expanded, range(len(expanded)), eligible, free)
@@ -312,7 +333,8 @@ def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict
             first = expanded[remaining[0]].template_name
             return _not_found(f"check-capacity never adds nodes, and {len(remaining)} of {len(expanded)} pod(s) "
                               f"do not fit on existing capacity (first: a pod of {first})")
-        results = [_plan_pool(p, expanded, remaining, placements, nodes) for p in pools]
+        results = [_Refusal(p, "backoff", backed_off[p.name]) if p.name in backed_off
+                   else _plan_pool(p, expanded, remaining, placements, nodes) for p in pools]
         expanded_left = [expanded[i] for i in remaining]
 
     option = next((r for r in results if isinstance(r, _Option)), None)
@@ -323,6 +345,9 @@ def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict
                        new_node_pods=option.bins, new_node_domains=option.domains)
     refusals = [r for r in results if isinstance(r, _Refusal)]
     sized = next((r for r in refusals if r.kind == "size"), None)
+    backed = next((r for r in refusals if r.kind == "backoff"), None)
+    if backed is not None and sized is None:
+        return _not_found(backed.reason)
     if sized:
         return Verdict(fits=False, status_reason=R_NOT_FOUND, pool=sized.pool.name,
                        new_nodes=sized.needed, max_nodes=sized.pool.max_nodes, pool_size=sized.pool_size,

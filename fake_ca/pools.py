@@ -16,6 +16,7 @@ manifests/node-pools.yaml (format below) and can travel to the cluster as a Conf
       - {key: sku, value: gpu, effect: NoSchedule}
       capacity:    {cpu: "96", memory: 900Gi, nvidia.com/gpu: "8", pods: "110"}
       allocatable: {cpu: "94", memory: 880Gi, nvidia.com/gpu: "8", pods: "110"}
+      bootSeconds: 15                  # optional, default 0: how long a new node stays NotReady
       topology:                        # optional
         label: topology.tau-demo.io/domain
         domains:
@@ -33,8 +34,8 @@ from typing import Any
 
 import yaml
 
-from demo.k8s.keys import (HOSTNAME_LABEL, KWOK_NODE_ANNOTATION, MANAGED_LABEL, OS_LABEL, POOL_LABEL, POOL_TABLE,
-                           POOL_TABLE_KEY, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION)
+from demo.k8s.keys import (BOOTS_AT_ANNOTATION, HOSTNAME_LABEL, KWOK_NODE_ANNOTATION, MANAGED_LABEL, NOT_READY_TAINT,
+                           OS_LABEL, POOL_LABEL, POOL_TABLE, POOL_TABLE_KEY, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION)
 from demo.k8s.objects import labels as labels_of
 from demo.k8s.quantity import MAX_MILLI, parse_quantity
 
@@ -55,7 +56,8 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 _QUALIFIED_NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
 _POOL_FIELDS = {"name", "minNodes", "maxNodes", "namePrefix", "labels", "taints", "capacity",
-                "allocatable", "topology"}
+                "allocatable", "topology", "bootSeconds"}
+MAX_BOOT_SECONDS = 24 * 3600
 _TAINT_FIELDS = {"key", "value", "effect"}
 _TOPOLOGY_FIELDS = {"label", "domains"}
 _DOMAIN_FIELDS = {"name", "maxNodes"}
@@ -90,6 +92,7 @@ class Pool:
     allocatable: dict[str, str]
     topology_label: str | None = None
     domains: tuple[Domain, ...] = ()
+    boot_seconds: float = 0.0          # a new node stays NotReady this long (the VM boots)
 
 
 # ---------------------------------------------------------------------------- validation helpers
@@ -222,9 +225,12 @@ def _parse_pool(c: _Ctx, raw: Any, path: str) -> Pool:
     topology_label, domains = None, ()
     if raw.get("topology") is not None:
         topology_label, domains = _parse_topology(c, raw["topology"], f"{path}.topology", labels)
+    boot = raw.get("bootSeconds", 0)
+    if isinstance(boot, bool) or not isinstance(boot, (int, float)) or not 0 <= boot <= MAX_BOOT_SECONDS:
+        c.fail(f"{path}.bootSeconds", f"must be a number of seconds from 0 to {MAX_BOOT_SECONDS} (got {boot!r})")
     return Pool(name=name, min_nodes=min_nodes, max_nodes=max_nodes, name_prefix=prefix, labels=labels,
                 taints=taints, capacity=capacity, allocatable=allocatable,
-                topology_label=topology_label, domains=domains)
+                topology_label=topology_label, domains=domains, boot_seconds=float(boot))
 
 
 def _parse_labels(c: _Ctx, raw: Any, path: str) -> dict[str, str]:
@@ -327,6 +333,8 @@ def _pool_to_dict(p: Pool) -> dict:
         "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in p.taints],
         "capacity": dict(p.capacity), "allocatable": dict(p.allocatable),
     }
+    if p.boot_seconds:
+        d["bootSeconds"] = p.boot_seconds
     if p.topology_label:
         d["topology"] = {"label": p.topology_label,
                          "domains": [{"name": dm.name, "maxNodes": dm.max_nodes} for dm in p.domains]}
@@ -359,8 +367,13 @@ def pools_from_configmap(cm: dict) -> list[Pool]:
 
 # ---------------------------------------------------------------------------- nodes
 
-def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, provreq_key: str) -> dict:
-    """The Node object of a new node of `pool` (in topology domain `domain`, if any)."""
+def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, provreq_key: str,
+                  boots_at: str | None = None) -> dict:
+    """The Node object of a new node of `pool` (in topology domain `domain`, if any).
+
+    With `boots_at` (an RFC 3339 time, or "never") the node is a VM still booting: it carries
+    the not-ready taint a kubelet registers with and the time it becomes Ready, which KWOK's
+    node-initialize stage (manifests/kwok/node-initialize.yaml) waits for."""
     labels = dict(pool.labels)
     labels.update({HOSTNAME_LABEL: name, OS_LABEL: "linux", "type": "kwok",
                    MANAGED_LABEL: "true", POOL_LABEL: pool.name})
@@ -374,18 +387,27 @@ def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, p
         if t.value:
             taint["value"] = t.value
         taints.append(taint)
+    annotations = {KWOK_NODE_ANNOTATION: "fake", POOL_LABEL: pool.name,
+                   PROVREQ_UID_ANNOTATION: provreq_uid, PROVREQ_ANNOTATION: provreq_key}
+    status: dict = {"capacity": dict(pool.capacity), "allocatable": dict(pool.allocatable),
+                    "nodeInfo": {"kubeletVersion": "fake"}}
+    if boots_at:
+        annotations[BOOTS_AT_ANNOTATION] = boots_at
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
+        # Ready=False as a kubelet reports while it starts; without a Ready condition the node
+        # lifecycle controller would lift the not-ready taint at once
+        status["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                 "message": "the VM is booting (fake-ca)"}]
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": {KWOK_NODE_ANNOTATION: "fake", POOL_LABEL: pool.name,
-                            PROVREQ_UID_ANNOTATION: provreq_uid, PROVREQ_ANNOTATION: provreq_key},
+            "annotations": annotations,
         },
         "spec": {"providerID": f"kwok:{name}", "taints": taints},
-        "status": {"capacity": dict(pool.capacity), "allocatable": dict(pool.allocatable),
-                   "nodeInfo": {"kubeletVersion": "fake"}},
+        "status": status,
     }
 
 

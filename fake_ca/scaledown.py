@@ -8,7 +8,8 @@ from datetime import datetime
 from demo.k8s.keys import FAILED, MANAGED_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION, UNNEEDED_ANNOTATION
 from demo.k8s.objects import annotations, is_true, labels, parse_time, seconds_since
 
-from . import conditions as C
+from .booking import books
+from .nodes import booting
 from .pools import Pool, pool_of_node
 
 
@@ -44,7 +45,8 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
                now: datetime, unneeded_seconds: float) -> ScaleDown:
     """Nodes this fake created are kept while their request's booking lasts (or while it is
     still being provisioned); afterwards a node with no running non-daemon pods for
-    `unneeded_seconds` is deleted, never below the pool's min."""
+    `unneeded_seconds` is deleted, never below the pool's min.  Nodes still booting are not
+    candidates: --max-node-provision-time deals with them."""
     out = ScaleDown()
     size: dict[str, int] = {}
     managed = [n for n in nodes if labels(n).get(MANAGED_LABEL) == "true"
@@ -58,9 +60,8 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         name = n["metadata"]["name"]
         ann = annotations(n)
         pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION, ""))
-        protected = pr is not None and not is_true(pr, FAILED) and (
-            C.booked(pr) or not is_true(pr, PROVISIONED))
-        needed = protected or _busy(name, pods)
+        protected = pr is not None and not is_true(pr, FAILED) and (books(pr) or not is_true(pr, PROVISIONED))
+        needed = protected or _busy(name, pods) or booting(n)
         since = unneeded_for(n, now)
         if needed:
             if UNNEEDED_ANNOTATION in ann:

@@ -118,16 +118,13 @@ def subtract(free: dict[str, int], demand: dict[str, int]) -> None:
         free[res] = free.get(res, 0) - v
 
 
-def eligible_nodes(nodes: list[dict], booked: dict[str, str], uid: str) -> list[dict]:
-    """Ready, schedulable, not deleting, not booked by another request; sorted by name."""
+def eligible_nodes(nodes: list[dict]) -> list[dict]:
+    """Ready, schedulable, not deleting; sorted by name."""
     out = []
     for n in nodes:
         if not isinstance(n, dict) or not obj_name(n) or is_deleting(n) or not _ready(n):
             continue
         if (n.get("spec") or {}).get("unschedulable"):
-            continue
-        holder = booked.get(obj_name(n))
-        if holder is not None and holder != uid:
             continue
         out.append(n)
     return sorted(out, key=obj_name)

@@ -25,7 +25,7 @@ from demo.deadline import protocol as dl
 from demo.jobs import observe
 from demo.k8s import hooks
 from demo.k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEACTIVATED, DEADLINE_CLASS_ANNOTATION, EVICTED,
-                           PARAM_DELAY, PARAM_STOCKOUT, QUOTA_RESERVED, TERMINAL_TIME_ANNOTATION)
+                           PARAM_STOCKOUT, QUOTA_RESERVED, TERMINAL_TIME_ANNOTATION)
 from demo.k8s.objects import annotations, condition, is_true
 from demo.k8s.resources import PROVREQ
 from demo.timeline import svg
@@ -48,11 +48,10 @@ def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_di
     return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")
 
 
-def submit_racing_job(ctx: Context, cls: str, delay: float, duration: str = "15s", gang: str = "2x8") -> str:
-    name = ctx.new_name("job-race")
-    ctx.submit(name, gang, duration=duration, deadline=f"{DEADLINE}s",
-               provreq={PARAM_DELAY: f"{delay:g}"}, annotations={CLASS_ANNOTATION: cls})
-    return name
+def capacity_back_after(seconds: float) -> dict[str, str]:
+    """The request's parameters for a cloud that is out of stock until the request is `seconds` old:
+    the autoscaler gets CapacityIsNotFound and provisions at its first retry after that."""
+    return {PARAM_STOCKOUT: f"{seconds:g}"}
 
 
 def admitted_now(ctx: Context, rec: Recorder) -> bool:
@@ -75,9 +74,10 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
         key = f"{NS}/{name}"
         hooks.arm(hook_dir, "before-commit", key)
         with Recorder(ctx, name, log) as rec:
-            ctx.step(f"Submit with --deadline {DEADLINE}s; the autoscaler will provision at {DEADLINE + 2}s")
+            ctx.step(f"Submit with --deadline {DEADLINE}s; the cloud is out of stock until {DEADLINE + 2}s: "
+                     "CapacityIsNotFound, then capacity comes back on a retry")
             ctx.submit(name, "2x8", duration="15s", deadline=f"{DEADLINE}s",
-                       provreq={PARAM_DELAY: str(DEADLINE + 2)}, annotations={CLASS_ANNOTATION: cls})
+                       provreq=capacity_back_after(DEADLINE + 2), annotations={CLASS_ANNOTATION: cls})
             ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
@@ -85,7 +85,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             ctx.check(snap.workload is not None and is_true(snap.workload, QUOTA_RESERVED)
                       and not is_true(snap.workload, ADMITTED),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
-            ctx.step("Meanwhile the autoscaler provisions and Kueue admits")
+            ctx.step("Meanwhile capacity comes back: the autoscaler's retry provisions and Kueue admits")
             ctx.wait(lambda: admitted_now(ctx, rec), 60, "Kueue to admit the Workload")
             rec.mark("Kueue admitted")
             ctx.check(True, "Kueue admitted the Workload while the controller was paused")
@@ -108,7 +108,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             "marked": any(dl.mirrored(j) for j in job_seen),
             "cleanup_armed": any(dl.cleanup_after(j) for j in job_seen),
             "deleted_by_controller": rec.samples[-1][1].job is None,
-            "ran": rec.ever(lambda s: any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for p in s.pods)),
+            "started": rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False and s.pods),
             "admitted": rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)),
             "committed": rec.ever(lambda s: s.workload is not None and dl.committed_timeout(s.workload)),
             "succeeded": any(((j.get("status") or {}).get("succeeded") or 0) >= 2 for j in job_seen),
@@ -139,7 +139,8 @@ def scenario_legacy(ctx: Context) -> None:
     ctx.header("Race 3: the same interleaving under the reviewed design's protocol (legacy), then fixed")
     ctx.step("LEGACY: mark the owner terminal, then deactivate, then TTL cleanup")
     f = admission_wins(ctx, "legacy")
-    ctx.check(f["admitted"] and f["ran"], "Kueue admitted the Workload and the Job's pods ran")
+    ctx.check(f["admitted"] and f["started"], "Kueue admitted the Workload and unsuspended the Job: its pods were "
+                                             "created and waited for the nodes to boot")
     ctx.check(f["marked"], "BUG REPRODUCED: the admitted, running Job was marked AdmissionTimeout")
     ctx.check(f["deleted_by_controller"], "BUG REPRODUCED: TTL cleanup deleted the admitted Job")
     ctx.say(f"  timeline: {f['svg']}")
@@ -162,13 +163,13 @@ def scenario_timeout_wins(ctx: Context) -> None:
     hooks.arm(hook_dir, "after-commit", key)
     try:
         with Recorder(ctx, name, log) as rec:
-            ctx.step(f"Submit with --deadline {DEADLINE}s; the autoscaler would provision at {DEADLINE + 1}s")
+            ctx.step(f"Submit with --deadline {DEADLINE}s; the cloud is out of stock until {DEADLINE + 1}s")
             ctx.submit(name, "2x8", duration="15s", deadline=f"{DEADLINE}s",
-                       provreq={PARAM_DELAY: str(DEADLINE + 1)}, annotations={CLASS_ANNOTATION: cls})
+                       provreq=capacity_back_after(DEADLINE + 1), annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
             ctx.check(True, "the controller committed the timeout first (paused right after the commit)")
-            ctx.step("The autoscaler's moment comes; Kueue has already evicted and deleted the request")
+            ctx.step("Capacity comes back; Kueue has already evicted and deleted the request")
             time.sleep(3)
             hooks.release(hook_dir, "after-commit", key)
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "mirror, cleanup TTL and deletion")

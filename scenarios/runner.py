@@ -12,7 +12,7 @@ from demo.k8s.client import Kube
 from demo.k8s.errors import ApiError, Unreachable
 from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
 
-from . import race, success, timeout
+from . import never_boot, race, success, timeout
 from .controllers import ensure_controller
 from .harness import Context, ScenarioFailed
 
@@ -25,10 +25,12 @@ SCENARIOS = {
     "race-timeout-wins": race.scenario_timeout_wins,
     "race-legacy": race.scenario_legacy,
     "race-interrupted-mirror": race.scenario_interrupted_mirror,
+    "never-boot": never_boot.run,           # last: it leaves the pool backed off for a while
 }
 GROUPS = {"all": list(SCENARIOS), "success": ["success"],
           "timeout": [n for n in SCENARIOS if n.startswith("timeout")],
-          "race": [n for n in SCENARIOS if n.startswith("race")]}
+          "race": [n for n in SCENARIOS if n.startswith("race")],
+          "beyond": ["never-boot"]}
 
 
 class NoCluster(RuntimeError):

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from demo.deadline import protocol as dl
 from demo.k8s import hooks
-from demo.k8s.keys import ADMITTED, DECISION_TIME_ANNOTATION, PARAM_DELAY
+from demo.k8s.keys import ADMITTED, DECISION_TIME_ANNOTATION
 from demo.k8s.objects import is_true, parse_time
 
 from .controllers import Controller
 from .harness import NS, Context
-from .race import CLASS_ANNOTATION, DEADLINE, race_controller
+from .race import CLASS_ANNOTATION, DEADLINE, capacity_back_after, race_controller
 from .recorder import Recorder
 
 
@@ -32,14 +32,14 @@ class SoakRun:
 def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, cls: str) -> SoakRun:
     name = ctx.new_name("job-soak")
     key = f"{NS}/{name}"
-    delay = max(0.0, DEADLINE + rng.uniform(-3, 3))
+    back = max(0.0, DEADLINE + rng.uniform(-3, 3))         # when capacity comes back
     pause = rng.choice([0.0, 0.0, rng.uniform(0.1, 3.0)])
     if pause:
         hooks.arm(hook_dir, "before-commit", key)
     violations: list[str] = []
     with Recorder(ctx, name, None, interval=0.15) as rec:
         ctx.submit(name, "1x8", duration="3s", deadline=f"{DEADLINE}s",
-                   provreq={PARAM_DELAY: f"{delay:.1f}"}, annotations={CLASS_ANNOTATION: cls})
+                   provreq=capacity_back_after(round(back, 1)), annotations={CLASS_ANNOTATION: cls})
         if pause:
             try:
                 hooks.wait_reached(hook_dir, "before-commit", key, timeout=DEADLINE + 10)

@@ -3,9 +3,10 @@
 1. Preflight refuses a gang that can never fit, before anything is created.
 2. The autoscaler's window plus Kueue's retryStrategy: with ValidUntilSeconds honoured the
    autoscaler reports Failed; Kueue retries with new attempts, then rejects and deactivates.
-3. The admission deadline: the faithful autoscaler ignores ValidUntilSeconds, so nothing
-   bounds the wait at layer 2; the deadline controller commits the timeout on the Workload,
-   mirrors it to the Job, and cleanup removes the Job after its TTL.
+3. The admission deadline: the cloud is out of stock, and the faithful autoscaler ignores
+   ValidUntilSeconds, so it retries CapacityIsNotFound with no end and nothing bounds the wait
+   at layer 2; the deadline controller commits the timeout on the Workload, mirrors it to the
+   Job, and cleanup removes the Job after its TTL.
 
 Each path ends with quota released, no orphaned ProvisioningRequests, and a smaller job
 admitted afterwards: the queue is not wedged.
@@ -19,8 +20,9 @@ from demo.deadline import protocol as dl
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
-from demo.k8s.keys import (DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, EVICTED, FAILED, PARAM_DELAY,
-                           PARAM_HONOR_VALID_UNTIL, PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, QUOTA_RESERVED)
+from demo.k8s.keys import (DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, EVICTED, FAILED, PARAM_HONOR_VALID_UNTIL,
+                           PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, PROVISIONED, QUOTA_RESERVED)
+from fake_ca.conditions import R_NOT_FOUND
 from demo.k8s.objects import condition, created_at, is_true
 from demo.k8s.resources import JOB, PROVREQ
 from demo.timeline import svg
@@ -114,15 +116,16 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
     name = ctx.new_name()
     log, log_path = ctx.event_log("timeout-layer3")
     with Recorder(ctx, name, log) as rec:
-        ctx.step("Submit with --deadline 20s; capacity is slow (injected 600s delay) and the autoscaler is "
-                 "faithful: it ignores ValidUntilSeconds=8")
-        ctx.submit(name, "2x8", deadline="20s", provreq={PARAM_VALID_UNTIL: "8", PARAM_DELAY: "600"})
+        ctx.step("Submit with --deadline 20s; the cloud is out of stock (injected) and the autoscaler is "
+                 "faithful: it ignores ValidUntilSeconds=8 and retries CapacityIsNotFound")
+        ctx.submit(name, "2x8", deadline="20s", provreq={PARAM_VALID_UNTIL: "8", PARAM_STOCKOUT: "true"})
         ctx.step("At 12s, ValidUntilSeconds has passed and the request still waits: nothing bounds layer 2")
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
         time.sleep(max(0.0, 12 - (time.time() - rec.samples[0][0])))
         snap = rec.samples[-1][1]
-        ctx.check(bool(snap.provreqs) and not any(is_true(p, FAILED) for p in snap.provreqs),
-                  "the ProvisioningRequest is past ValidUntilSeconds and not Failed")
+        ctx.check(bool(snap.provreqs) and not any(is_true(p, FAILED) for p in snap.provreqs)
+                  and all((condition(p, PROVISIONED) or {}).get("reason") == R_NOT_FOUND for p in snap.provreqs),
+                  "the ProvisioningRequest is past ValidUntilSeconds, not Failed: Provisioned=False/CapacityIsNotFound")
         ctx.step(f"tau-demo watch {name}: the deadline controller acts at 20s")
         created = created_at(snap.job).timestamp()
         rec.mark("ValidUntilSeconds (ignored)", t=created + 8)

@@ -18,7 +18,8 @@ from .state import ClusterError
 from .tools import apply_docs, kubectl
 
 DEMO_MANIFESTS = ("kueue-objects.yaml", "rbac.yaml")
-KWOK_UPSTREAM_STAGES = ("node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml")
+KWOK_UPSTREAM_STAGES = ("node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml")
+DEMO_STAGES = ("node-initialize.yaml", "pod-complete.yaml")     # ours, in manifests/kwok/
 
 
 def install_provreq_crd(kubeconfig: str) -> None:
@@ -43,12 +44,15 @@ def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MA
 
 
 def kwok_stage_docs() -> list[dict]:
-    """Every KWOK Stage the demo uses: upstream's fast node/pod stages (from the kwok module) plus our
-    pod-complete with a per-pod delay.  Supplying any Stage drops kwok's defaults, so all are listed."""
+    """Every KWOK Stage the demo uses: upstream's fast node/pod stages (from the kwok module) plus ours:
+    node-initialize that waits for a node's boot time, and pod-complete with a per-pod delay.
+    Supplying any Stage drops kwok's defaults, so all are listed."""
     docs: list[dict] = []
     for f in KWOK_UPSTREAM_STAGES:
         docs += load_manifest(share_path(KWOK_MANIFESTS, f"stages/{f}"))
-    return docs + load_manifest(MANIFESTS / "kwok" / "pod-complete.yaml")
+    for f in DEMO_STAGES:
+        docs += load_manifest(MANIFESTS / "kwok" / f)
+    return docs
 
 
 def wait_kueue_objects(k: Kube, timeout: float = 90) -> None:

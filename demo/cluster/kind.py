@@ -1,10 +1,15 @@
 """kind backend for laptops with Docker: Kueue v0.19.2 as its release Deployment, KWOK in-cluster.
 
-It shares every step after "Kueue is running" with the kwok backend (install.py).
+It shares every step after "Kueue is running" with the kwok backend (install.py).  On a laptop
+it uses the released kindest/node image and the released Kueue and KWOK images.  Machines
+without a registry (tests/kind/) point it at a locally built node image and kind config
+(TAU_DEMO_KIND_NODE_IMAGE, TAU_DEMO_KIND_CONFIG); images found in the local Docker engine are
+loaded into the nodes with `kind load`.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import yaml
@@ -14,7 +19,7 @@ from ..k8s.keys import KUEUE_NAMESPACE
 from ..k8s.manifests import load_manifest
 from ..toolchain import versions
 from ..toolchain.components import KUEUE_MANIFESTS, KWOK_MANIFESTS, bin_path, share_path
-from . import install
+from . import install, kueue_manifests
 from .backend import UpOptions, docker_answers
 from .state import ClusterError, State, remove_state
 from .tools import apply_docs, kubectl, run_tool
@@ -27,10 +32,36 @@ def _kind(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def kueue_release_docs() -> list[dict]:
-    """Kueue's config/default as the release manifests.yaml is built: only the image differs."""
+    """Kueue's config/default as the release manifests.yaml is built (the image is the release's), with
+    the demo's Kueue settings and imagePullPolicy IfNotPresent (a loaded image is used, else pulled)."""
     text = share_path(KUEUE_MANIFESTS, "kueue-manifests.yaml").read_text()
     text = text.replace(f"{KUEUE_DEV_IMAGE_PREFIX}:main", versions.KUEUE_IMAGE)
-    return [d for d in yaml.safe_load_all(text) if d]
+    docs = kueue_manifests.release_docs_with_demo_settings([d for d in yaml.safe_load_all(text) if d])
+    for d in docs:
+        if d.get("kind") == "Deployment":
+            for c in d["spec"]["template"]["spec"].get("containers") or []:
+                if c.get("image") == versions.KUEUE_IMAGE:
+                    c["imagePullPolicy"] = "IfNotPresent"
+    return docs
+
+
+def node_image() -> str:
+    return os.environ.get("TAU_DEMO_KIND_NODE_IMAGE") or versions.KIND_NODE_IMAGE
+
+
+def create_args(name: str, kubeconfig: str) -> list[str]:
+    args = ["create", "cluster", "--name", name, "--image", node_image(), "--kubeconfig", kubeconfig, "--wait", "3m"]
+    config = os.environ.get("TAU_DEMO_KIND_CONFIG")
+    if config:
+        args += ["--config", config]
+    return args
+
+
+def local_image(image: str) -> bool:
+    try:
+        return subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 class KindBackend:
@@ -55,9 +86,11 @@ class KindBackend:
             st = State(name=name, backend="kind", kubeconfig="")
             st.dir.mkdir(parents=True, exist_ok=True)
             st.kubeconfig = str(st.dir / "kubeconfig.yaml")
-            _kind("create", "cluster", "--name", name, "--image", versions.KIND_NODE_IMAGE,
-                  "--kubeconfig", st.kubeconfig, "--wait", "2m")
+            _kind(*create_args(name, st.kubeconfig))
             st.save()
+        local = [i for i in (versions.KUEUE_IMAGE, versions.KWOK_IMAGE) if local_image(i)]
+        if local:                  # built or pulled already: the nodes need not pull them
+            _kind("load", "docker-image", *local, "--name", name)
         kc = st.kubeconfig
         k = Kube(kc)
         install.wait_apiserver(k)

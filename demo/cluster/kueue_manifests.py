@@ -100,9 +100,36 @@ def plan(docs: list[dict], ca_pem: bytes, webhook_port: int) -> Plan:
     return Plan(phase1, hooks, manager_config, dropped)
 
 
+# Kueue's waitForPodsReady at demo scale (default: 30m, backoff base 60s): an admitted Workload whose
+# pods are not all Ready this long after admission is evicted (PodsReadyTimeout) and requeued, without
+# limit (backoffLimitCount null).  Long enough for a VM to boot (the pool's bootSeconds) and the pods
+# to start; the "nodes never boot" scenario shows it evicting.
+WAIT_FOR_PODS_READY = {"timeout": "45s", "blockAdmission": False,
+                       "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 5, "backoffMaxSeconds": 60}}
+
+
+def demo_settings(cfg: dict) -> dict:
+    """The demo's Kueue settings, the same on both backends."""
+    out = copy.deepcopy(cfg)
+    out["waitForPodsReady"] = copy.deepcopy(WAIT_FOR_PODS_READY)
+    return out
+
+
+def release_docs_with_demo_settings(docs: list[dict]) -> list[dict]:
+    """Kueue's release manifests (kind backend) with demo_settings() in its manager ConfigMap."""
+    out = []
+    for d in docs:
+        if d.get("kind") == "ConfigMap" and (d.get("metadata") or {}).get("name") == "kueue-manager-config":
+            d = copy.deepcopy(d)
+            cfg = yaml.safe_load(d["data"]["controller_manager_config.yaml"])
+            d["data"]["controller_manager_config.yaml"] = yaml.safe_dump(demo_settings(cfg), sort_keys=False)
+        out.append(d)
+    return out
+
+
 def manager_config(upstream: dict, *, webhook_port: int, health_port: int, cert_dir: str) -> dict:
     """Upstream manager config with the changes a host process needs (kwok v0.8.0's pkg/kwokctl/components/kueue_config.go)."""
-    cfg = copy.deepcopy(upstream)
+    cfg = demo_settings(upstream)
     cfg["namespace"] = KUEUE_NAMESPACE
     cfg["health"] = {"healthProbeBindAddress": f"127.0.0.1:{health_port}"}
     cfg["metrics"] = {"bindAddress": "0"}

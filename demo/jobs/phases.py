@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from fractions import Fraction
 from typing import Any, Iterable
 
 from ..k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, CHECK_NAME, CHECK_PENDING, CHECK_READY, CHECK_REJECTED, CHECK_RESET_PREFIX,
                         CHECK_RETRY, DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DECISION_ANNOTATION,
-                        EVICTED, FAILED, FINISHED, GPU, JOB_COMPLETE, JOB_FAILED, POD_SCHEDULED, POOL_LABEL,
+                        EVICTED, FAILED, FINISHED, GPU, JOB_COMPLETE, JOB_FAILED, NODE_READY, POD_SCHEDULED, POOL_LABEL,
                         PROVISIONED, PROVREQ_CONDITIONS, PROVREQ_UID_ANNOTATION, QUEUE_LABEL, QUOTA_RESERVED,
                         REQUEUED, REQUEUED_BY_ADMISSION_CHECK, TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION,
                         TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
-from ..k8s.objects import Obj, annotations, condition, deleting, is_true, labels
+from ..k8s.objects import Obj, annotations, condition, created_at, deleting, is_true, labels
 from ..k8s.objects import meta as _meta
 from ..k8s.objects import spec as _spec
 from ..k8s.objects import status as _status
@@ -193,6 +194,7 @@ class _Facts:
     check_name: str
     check: Obj | None
     need: int
+    now: datetime | None = None
 
     @property
     def job_started(self) -> bool:
@@ -371,12 +373,25 @@ def _scheduling(f: _Facts) -> tuple[str, str]:
     if _spec(f.job).get("suspend") is not False:
         return "active", "waiting for Kueue to unsuspend the Job"
     text = f"{len(bound)}/{f.need} scheduled"
+    booting = _booting_nodes(f)
+    if booting:
+        since = [created_at(n) for n in booting]
+        oldest = min((t for t in since if t is not None), default=None)
+        for_how_long = f" for {(f.now - oldest).total_seconds():.0f}s" if f.now and oldest else ""
+        return "active", f"{text}: {len(booting)} node(s) booting{for_how_long} (NotReady until their VMs are up)"
     for p in f.pods:
         c = condition(p, POD_SCHEDULED)
         if not _spec(p).get("nodeName") and c is not None and c.get("status") == "False" and c.get("message"):
             text += f" ({c.get('reason') or 'Unschedulable'}: {c['message']})"
             break
     return "active", text
+
+
+def _booting_nodes(f: _Facts) -> list[Obj]:
+    """The autoscaler's nodes made for this Job's provisioned request that are not Ready yet."""
+    uids = {_meta(pr).get("uid") for pr in f.provreqs if is_true(pr, PROVISIONED)}
+    return [n for n in f.nodes if annotations(n).get(PROVREQ_UID_ANNOTATION) in uids
+            and not is_true(n, NODE_READY) and not deleting(n)]
 
 
 def _running_pods(f: _Facts) -> int:
@@ -405,14 +420,15 @@ _EVALUATORS = (_submitted, _quota, _capacity, _scheduling, _running)
 
 
 def derive(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj],
-           nodes: list[Obj], check_name: str = CHECK_NAME) -> View:
-    """The phase view of one Job.  `pods` are the Job's pods (the caller filters them)."""
+           nodes: list[Obj], check_name: str = CHECK_NAME, now: datetime | None = None) -> View:
+    """The phase view of one Job.  `pods` are the Job's pods (the caller filters them); `now` lets
+    details say for how long (nodes booting)."""
     facts = _Facts(
         job=job, workload=workload,
         provreqs=workload_provreqs(workload, provreqs or [], check_name),
         pods=[p for p in pods or [] if not deleting(p)],
         nodes=list(nodes or []), check_name=check_name,
-        check=check_state(workload, check_name), need=job_parallelism(job),
+        check=check_state(workload, check_name), need=job_parallelism(job), now=now,
     )
     terminal = facts.terminal_failure()
     phases: list[Phase] = []

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
+from datetime import datetime, timezone
 from typing import Callable
 
 from ..k8s.client import Kube
 from . import observe, phases
 
 SYMBOL = phases.SYMBOLS
+_COUNTING = re.compile(r" for \d+s")
 
 
 class JobNotFound(LookupError):
@@ -42,7 +45,8 @@ def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout:
             raise JobNotFound(f"job {namespace}/{name} does not exist (waited {appear_within:.0f}s)")
         if on_snapshot:
             on_snapshot(snap)
-        view = phases.derive(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes)
+        view = phases.derive(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes,
+                             now=datetime.now(timezone.utc))
         done = view.outcome in ("succeeded", "failed") or (until == "running" and view.outcome == "running")
         gone = snap.job is None and job_uid is not None
         if live:
@@ -55,8 +59,9 @@ def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout:
                 last_text = text
         else:
             for ph in view.phases:
-                if ph.state != "pending" and seen.get(ph.name) != (ph.state, ph.detail):
-                    seen[ph.name] = (ph.state, ph.detail)
+                gist = (ph.state, _COUNTING.sub("", ph.detail))      # "booting for 3s" is no news after 2s
+                if ph.state != "pending" and seen.get(ph.name) != gist:
+                    seen[ph.name] = gist
                     out.write(f"  [{time.monotonic() - t0:5.1f}s] {SYMBOL[ph.state]} {ph.name:22} {ph.detail}\n")
             if done or gone:
                 out.write(view.render() + "\n")

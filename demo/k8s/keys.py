@@ -15,6 +15,7 @@ APP_NAME_LABEL = "app.kubernetes.io/name"
 NODE_READY = "Ready"                                                 # Node condition type
 POD_SCHEDULED = "PodScheduled"                                       # Pod condition type
 JOB_COMPLETE, JOB_FAILED = "Complete", "Failed"                      # Job condition types
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"                     # kubelet registers a node with it
 GPU = "nvidia.com/gpu"                                               # the extended resource of GPU nodes
 
 # ---------------------------------------------------------------------------- Kueue v0.19.2
@@ -45,6 +46,7 @@ ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED = (
     "Accepted", "Provisioned", "Failed", "BookingExpired", "CapacityRevoked")
 PROVREQ_CONDITIONS = (ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED)   # display order
 CONSUME_PROVREQ_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"          # on pods
+CONSUME_PROVREQ_ANNOTATION_OLD = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"   # deprecated
 PROVREQ_CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
 # parameters the real autoscaler reads
 PARAM_NO_RETRY = "noRetry"                                           # check-capacity only
@@ -61,6 +63,9 @@ SYSTEM_NAMESPACE = "tau-demo-system"                                 # controlle
 MARKER = ("kube-system", "tau-demo-cluster")                         # ConfigMap: fake nodes may be made here
 POOL_TABLE = ("kube-system", "tau-demo-node-pools")                  # ConfigMap the autoscaler publishes
 POOL_TABLE_KEY = "pools.yaml"
+CA_STATUS = ("kube-system", "cluster-autoscaler-status")             # the autoscaler's status ConfigMap
+CA_STATUS_KEY = "status"
+GROUP_BACKOFF = "Backoff"                                            # nodeGroups[].scaleUp.status there
 PROFILE = "gpu-a100-8"                                               # the default queue profile (a LocalQueue)
 CLUSTER_QUEUE = "gpu-a100"
 CHECK_NAME = "gpu-provisioning"                                      # AdmissionCheck and ProvisioningRequestConfig
@@ -96,11 +101,13 @@ PROVREQ_UID_ANNOTATION = _F + "provreq-uid"                          # on nodes:
 PROVREQ_ANNOTATION = _F + "provreq"                                  # on nodes: namespace/name of that request
 BATCH_ANNOTATION = _F + "batch-size"                                 # on nodes: how many nodes the request needed
 UNNEEDED_ANNOTATION = _F + "unneeded-since"                          # on nodes: scale-down timer
+BOOTS_AT_ANNOTATION = _F + "boots-at"                                # on nodes: RFC 3339 time the VM is up, or:
+NEVER_BOOTS = "never"                                                # the VM never registers
 TOPOLOGY_LEVEL_LABEL = "topology.tau-demo.io/level"                  # on pod templates (design §10)
 DOMAIN_DETAIL = "topology-domain"                                    # provisioningClassDetails key
 # fault injection and deliberate differences, as ProvisioningRequest parameters (Kueue copies Job
 # annotations provreq.kueue.x-k8s.io/<Param> into spec.parameters)
-PARAM_DELAY = "fakeCADelaySeconds"
-PARAM_STOCKOUT = "fakeCAStockout"
+PARAM_BOOT_SECONDS = "fakeCABootSeconds"                             # a number of seconds, or "never"
+PARAM_STOCKOUT = "fakeCAStockout"                                    # "true", or seconds until capacity returns
 PARAM_REVOKE_AFTER = "fakeCARevokeAfterSeconds"
 PARAM_HONOR_VALID_UNTIL = "fakeCAHonorValidUntil"

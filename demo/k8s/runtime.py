@@ -97,3 +97,73 @@ def run_loop(queue: WorkQueue, reconcile: Callable[[str], float | None], stop: t
             after = 2.0
         if after is not None:
             queue.add(key, after=max(after, 0.05))
+
+
+class Store:
+    """An informer's cache of one resource: the objects by "namespace/name", replaced whole after
+    every (re)list so that objects deleted while the watch was down do not linger."""
+
+    def __init__(self, on_change: Callable[[str, dict], None] | None = None):
+        self._items: dict[str, dict] = {}
+        self._relist: dict[str, dict] | None = None
+        self._lock = threading.Lock()
+        self.synced = threading.Event()
+        self.on_change = on_change
+
+    def handle(self, typ: str, obj: dict) -> None:
+        with self._lock:
+            if typ == "SYNC":
+                if self._relist is None:
+                    self._relist = {}
+                self._relist[name_of(obj)] = obj
+                return
+            if typ == "SYNCED":
+                self._items, self._relist = self._relist or {}, None
+                self.synced.set()
+                return
+            if typ == "DELETED":
+                self._items.pop(name_of(obj), None)
+            else:
+                self._keep_newer(obj)
+        if self.on_change:
+            self.on_change(typ, obj)
+
+    def _keep_newer(self, obj: dict) -> None:
+        old = self._items.get(name_of(obj))
+        if old is None or old["metadata"].get("uid") != obj["metadata"].get("uid") or \
+                _rv(old) <= _rv(obj):
+            self._items[name_of(obj)] = obj
+
+    def put(self, obj: dict) -> None:
+        """Our own write's response, which may be newer than what the watch has delivered so far."""
+        with self._lock:
+            self._keep_newer(obj)
+
+    def items(self) -> list[dict]:
+        with self._lock:
+            return list(self._items.values())
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self._items.get(key)
+
+
+def _rv(obj: dict) -> int:
+    """resourceVersions are opaque, but etcd's are increasing integers; unreadable ones sort first."""
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def start_store(k: Kube, res: Resource, stop: threading.Event, store: Store,
+                namespace: str | None = None) -> threading.Thread:
+    def loop():
+        for typ, obj in informer(k, res, namespace, stop=stop, timeout_seconds=50):
+            try:
+                store.handle(typ, obj)
+            except Exception:   # a bad object must never kill the informer
+                log.exception("handling %s %s", typ, name_of(obj))
+    t = threading.Thread(target=loop, name=f"store-{res.plural}", daemon=True)
+    t.start()
+    return t

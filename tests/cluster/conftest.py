@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from demo.cluster import backends
 from demo.cluster.backend import UpOptions
-from demo.cluster.kwok import BACKEND as KWOK
 from demo.cluster.state import ClusterError
 from demo.k8s import heartbeat
 from demo.k8s.client import Kube
@@ -27,6 +27,7 @@ from scenarios.controllers import ensure_controller, stop_started
 from scenarios.harness import Context, poll_until
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
+BACKEND = os.environ.get("TAU_DEMO_TEST_BACKEND", "kwok")         # kind: on a Docker engine (tests/kind/)
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -36,14 +37,15 @@ def demo_cluster():
         pytest.fail("set TAU_DEMO_STATE (test.sh does) so the tests do not touch your demo cluster")
     t0 = time.monotonic()
     try:
-        toolchain.ensure()
-        st = KWOK.up(NAME, UpOptions())
+        backend = backends.get(BACKEND)
+        toolchain.ensure(backend.toolchain)
+        st = backend.up(NAME, UpOptions())
     except (ToolchainError, ClusterError) as e:
-        KWOK.down(NAME)
+        backends.get(BACKEND).down(NAME)
         pytest.fail(f"cannot bring the test cluster up: {e}", pytrace=False)
     print(f"\n[cluster] {NAME} up in {time.monotonic() - t0:.1f}s", file=sys.stderr)
     yield st
-    KWOK.down(NAME)
+    backends.get(BACKEND).down(NAME)
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +101,23 @@ def no_autoscaler(k):
     for c in paused:
         c.start(SESSION_CTX[0].kubeconfig)
         wait_for(lambda: heartbeat.alive(k, FAKE_CA_LEASE), 30, what="fake-ca back")
+
+
+@pytest.fixture
+def own_fake_ca(k, no_autoscaler):
+    """Start a fake autoscaler of the test's own with extra flags (the session's is stopped meanwhile)."""
+    from scenarios.controllers import start_private
+    started = []
+
+    def start(*args: str):
+        c = start_private(SESSION_CTX[0], FAKE_CA_LEASE, ["fake-ca", *args], "fake autoscaler (test flags)")
+        started.append(c)
+        return c
+    yield start
+    for c in started:
+        c.stop()
+        SESSION_CTX[0].started.remove(c)
+    wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="the test's fake-ca gone")
 
 
 @pytest.fixture

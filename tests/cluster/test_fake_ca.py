@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -12,7 +11,8 @@ from demo.jobs.render import job_template, render_job
 from demo.k8s import heartbeat, hooks
 from demo.k8s import resources as R
 from demo.k8s.keys import PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
-from demo.k8s.objects import condition, is_true
+from demo.k8s.objects import condition, is_true, parse_time
+from fake_ca.status import group_backoff
 from scenarios.harness import NS
 from tests.cluster.conftest import HOOK_DIR, wait_for
 
@@ -64,7 +64,9 @@ def nodes_of(k, uid):
     return [n for n in k.list(R.NODE)[0] if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
 
 
-def test_gang_gets_exactly_two_nodes_created_together_and_is_admitted(clean):
+def test_gang_gets_two_nodes_at_once_is_admitted_then_waits_for_them_to_boot(clean):
+    """Provisioned=True as soon as the nodes are requested; Kueue admits; the nodes are NotReady (tainted)
+    for the pool's bootSeconds, and the pods are scheduled only once they are Ready."""
     name = clean.new_name()
     clean.submit(name, "2x8", duration="3s")
     wl = clean.wait(lambda: (w := clean.k.list(R.WORKLOAD, NS)[0]) and is_true(w[0], "Admitted") and w[0],
@@ -76,9 +78,20 @@ def test_gang_gets_exactly_two_nodes_created_together_and_is_admitted(clean):
     assert cs["Provisioned"]["status"] == "True" and cs["Provisioned"]["reason"] == "CapacityIsProvisioned"
     nodes = nodes_of(clean.k, prs[0]["metadata"]["uid"])
     assert len(nodes) == 2
-    made = sorted(datetime.fromisoformat(n["metadata"]["creationTimestamp"].replace("Z", "+00:00")) for n in nodes)
+    made = sorted(parse_time(n["metadata"]["creationTimestamp"]) for n in nodes)
     assert (made[1] - made[0]).total_seconds() <= 1
     assert all(n["metadata"]["name"].startswith("aks-gpupool-vmss") and len(n["metadata"]["name"]) == 22 for n in nodes)
+    # admitted while the VMs boot: NotReady, tainted, no pod bound yet
+    assert not any(is_true(n, "Ready") for n in nodes)
+    assert all(any(t["key"] == "node.kubernetes.io/not-ready" for t in n["spec"]["taints"]) for n in nodes)
+    boots = {parse_time(n["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"]) for n in nodes}
+    assert len(boots) == 1 and 14 <= (boots.pop() - made[0]).total_seconds() <= 16     # bootSeconds: 15
+    pods = clean.k.list(R.POD, NS, label_selector=f"job-name={name}")[0]
+    assert not any(p["spec"].get("nodeName") for p in pods), "no pod is bound to a booting node"
+    clean.wait(lambda: (ns := nodes_of(clean.k, prs[0]["metadata"]["uid"])) and all(
+        is_true(n, "Ready") for n in ns), 60, "both nodes Ready")
+    ready_seen = datetime.now(timezone.utc)          # KWOK dates Ready's transition at the node's creation
+    assert ready_seen >= parse_time(cs["Provisioned"]["lastTransitionTime"]) + timedelta(seconds=13)
     clean.wait(lambda: is_true(clean.k.get(R.JOB, name, NS), "Complete"), 60, "Complete")
     clean.delete_job(name)
     clean.wait_pool_empty(60)      # the pool returns to 0 after the Job ends
@@ -88,10 +101,10 @@ def test_request_over_the_pools_max_creates_zero_nodes(by_hand, k):
     pr = by_hand(3)
     wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned"), 30, what="Provisioned condition")
     c = cond(k, pr["metadata"]["name"])
-    assert c["Provisioned"][:2] == ("False", "CapacityIsNotFound")
-    assert c["Accepted"][:2] == ("True", "Accepted")
+    assert c["Provisioned"] == ("False", "CapacityIsNotFound", "Capacity is not found, CA will try to find it later.")
+    assert c["Accepted"] == ("True", "Accepted", "ProvisioningRequest is accepted by ClusterAutoscaler")
     assert "Failed" not in c
-    time.sleep(2)
+    # the decision was made and written in one loop: no node was requested before it, none after
     assert nodes_of(k, pr["metadata"]["uid"]) == []
 
 
@@ -109,7 +122,7 @@ def test_booking_expires_then_the_node_goes(by_hand, k):
 
 @pytest.mark.parametrize("case", ["unknown-class", "missing-template", "absurd-request", "bad-parameters",
                                   "template-in-another-namespace"])
-def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller(by_hand, k, case):
+def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller(clean, by_hand, k, case):
     if case == "unknown-class":
         pr = by_hand(1, cls="queued-provisioning.gke.io")
     elif case == "missing-template":
@@ -117,7 +130,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
     elif case == "absurd-request":
         pr = by_hand(1, gpus="1e30")
     elif case == "bad-parameters":
-        pr = by_hand(1, params={"fakeCADelaySeconds": "soon"})
+        pr = by_hand(1, params={"fakeCABootSeconds": "soon"})
     else:
         k.create(R.POD_TEMPLATE, template("elsewhere-t", namespace="default"), "default")
         try:
@@ -127,7 +140,11 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
     name = pr["metadata"]["name"]
     try:
         if case == "unknown-class":
-            time.sleep(3)
+            rv = k.get(R.PROVREQ, name, NS)["metadata"]["resourceVersion"]
+            fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+            wait_for(lambda: f"provreq {NS}/{name}: class queued-provisioning.gke.io is not handled by this "
+                             f"autoscaler; left untouched (rv {rv})" in fake_ca.log_text(), 30,
+                     what="the fake to look at the request")
             assert cond(k, name) == {}, "an unsupported class must be left untouched"
         else:
             wait_for(lambda: cond(k, name).get("Failed"), 30, what="Failed")
@@ -136,7 +153,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
             expected = {"missing-template": ("FailedToCreatePods", "missing pod templates"),
                         "template-in-another-namespace": ("FailedToCreatePods", "missing pod templates"),
                         "absurd-request": ("FailedToCreatePods", "nvidia.com/gpu"),
-                        "bad-parameters": ("FailedToCreatePods", "fakeCADelaySeconds")}[case]
+                        "bad-parameters": ("FailedToCreatePods", "fakeCABootSeconds")}[case]
             assert reason == expected[0] and expected[1] in message, (reason, message)
         assert nodes_of(k, pr["metadata"]["uid"]) == []
         assert heartbeat.alive(k, "fake-ca"), "the controller must survive malformed input"
@@ -144,24 +161,27 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
         k.delete(R.PROVREQ, name, NS)
 
 
-def test_kill_9_mid_scale_up_leaves_exactly_the_right_nodes(clean, by_hand, k):
+def test_kill_9_between_the_node_creates_and_the_condition_write(clean, by_hand, k, unique):
+    """Killed after both nodes exist but before Provisioned=True is written: after a restart the request
+    is Provisioned on exactly those nodes, none duplicated, none leaked."""
     fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
-    # the injected 2s delay leaves time to arm the pause after the first node of the two
-    pr = by_hand(2, params={"fakeCADelaySeconds": "2"})
-    key = f"{NS}/{pr['metadata']['name']}"
-    hooks.arm(HOOK_DIR, "node-created", key)
-    info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=30)
-    assert info["index"] == 1 and info["of"] == 2
-    partial = [n["metadata"]["name"] for n in nodes_of(k, pr["metadata"]["uid"])]
-    assert partial == [info["node"]]
+    key = f"{NS}/hand-{unique}-0"
+    hooks.arm(HOOK_DIR, "nodes-created", key)        # armed before the request exists
+    pr = by_hand(2)
+    assert pr["metadata"]["name"] == key.split("/")[1]
+    info = hooks.wait_reached(HOOK_DIR, "nodes-created", key, timeout=30)
+    made = sorted(info["nodes"])
+    assert len(made) == 2 and sorted(n["metadata"]["name"] for n in nodes_of(k, pr["metadata"]["uid"])) == made
+    assert cond(k, pr["metadata"]["name"])["Accepted"][0] == "True"
+    assert "Provisioned" not in cond(k, pr["metadata"]["name"])
     fake_ca.kill9()
     fake_ca.start(clean.kubeconfig)       # restart, same flags, no hook armed
     wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned", ("",))[0] == "True", 60,
              what="Provisioned=True after the restart")
+    assert cond(k, pr["metadata"]["name"])["Provisioned"][:2] == ("True", "CapacityIsProvisioned")
     final = sorted(n["metadata"]["name"] for n in nodes_of(k, pr["metadata"]["uid"])
                    if not n["metadata"].get("deletionTimestamp"))
-    assert len(final) == 2, final
-    assert info["node"] not in final, "the half-made scale-up is rolled back, then redone whole"
+    assert final == made, "the restart recognised the finished scale-up and made no other node"
     pool = [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
             and not n["metadata"].get("deletionTimestamp")]
     assert len(pool) == 2, "no duplicate or leaked nodes"
@@ -231,8 +251,15 @@ def test_check_capacity_never_scales_up(by_hand, k):
     pr = by_hand(1, cls="check-capacity.autoscaling.x-k8s.io")
     wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned"), 30, what="Provisioned condition")
     assert cond(k, pr["metadata"]["name"])["Provisioned"][:2] == ("False", "CapacityIsNotFound")
-    time.sleep(2)
     assert nodes_of(k, pr["metadata"]["uid"]) == []
+
+
+def test_check_capacity_with_no_retry_fails_instead_of_retrying(by_hand, k):
+    pr = by_hand(1, cls="check-capacity.autoscaling.x-k8s.io", params={"noRetry": "true"})
+    wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Failed"), 30, what="Failed")
+    assert cond(k, pr["metadata"]["name"])["Failed"] == ("True", "CapacityIsNotFound",
+                                                         "CA could not find requested capacity")
+    assert "Provisioned" not in cond(k, pr["metadata"]["name"])
 
 
 def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
@@ -250,3 +277,29 @@ def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
         k.create(R.CONFIG_MAP, marker, "kube-system")
     assert r.returncode == 1
     assert "was not created by `tau-demo cluster up`" in r.stderr and "--force" in r.stderr
+
+
+def test_nodes_that_never_boot_are_removed_and_back_the_pool_off(clean, by_hand, k, own_fake_ca):
+    """clusterstate: nodes not Ready within --max-node-provision-time are removed, the node group backs off,
+    and while it is backed off every request for it gets CapacityIsNotFound; afterwards a scale-up works."""
+    own_fake_ca("--max-node-provision-time", "4s", "--initial-node-group-backoff", "8s", "--initial-backoff", "1s",
+                "--booking", "8s")
+    first = by_hand(1, params={"fakeCABootSeconds": "never"})
+    wait_for(lambda: cond(k, first["metadata"]["name"]).get("Provisioned", ("",))[0] == "True", 30,
+             what="Provisioned=True")
+    made = nodes_of(k, first["metadata"]["uid"])
+    assert len(made) == 1 and not is_true(made[0], "Ready")
+    assert made[0]["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"] == "never"
+    wait_for(lambda: not [n for n in nodes_of(k, first["metadata"]["uid"]) if not n["metadata"].get("deletionTimestamp")],
+             30, what="the never-booting node removed")
+    assert cond(k, first["metadata"]["name"])["Provisioned"][0] == "True", "the real CA never touches it again"
+    st = wait_for(lambda: group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
+                                        "gpupool"), 10, what="Backoff in cluster-autoscaler-status")
+    assert "did not become Ready within 4s" in st["backoffInfo"]["errorMessage"]
+    second = by_hand(1)
+    wait_for(lambda: cond(k, second["metadata"]["name"]).get("Provisioned"), 10, what="a decision on the second")
+    assert cond(k, second["metadata"]["name"])["Provisioned"][:2] == ("False", "CapacityIsNotFound")
+    assert nodes_of(k, second["metadata"]["uid"]) == []
+    wait_for(lambda: cond(k, second["metadata"]["name"]).get("Provisioned", ("",))[0] == "True", 40,
+             what="a retry after the backoff ran out")
+    assert len(nodes_of(k, second["metadata"]["uid"])) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios import race, success, timeout
+from scenarios import never_boot, race, success, timeout
 
 
 def run(ctx, fn):
@@ -22,6 +22,10 @@ def test_success_path(clean):
                          ids=["preflight", "autoscaler-window", "admission-deadline"])
 def test_timeout_paths(clean, path):
     run(clean, path)
+
+
+def test_nodes_that_never_boot_are_bounded_by_the_admission_deadline(clean):
+    run(clean, never_boot.run)
 
 
 @pytest.mark.parametrize("round_", [1, 2, 3])

@@ -310,14 +310,45 @@ def test_pods_on_other_nodes_do_not_count():
     assert v.fits and v.placements == [(0, "n1")]
 
 
-def test_booking_of_another_request_hides_the_node():
+def test_booked_pods_of_another_request_take_their_capacity():
     nodes = [node("n1")]
-    v = plan(request(1, cls=CHECK_CAPACITY), POOLS, nodes, [], booked={"n1": "uid-other"})
-    assert not v.fits
-    v = plan(request(1, cls=CHECK_CAPACITY), POOLS, nodes, [], booked={"n1": "uid-x"})   # our own booking
+    other = request(1, uid="uid-other").expand()            # one booked 8-GPU pod
+    v = plan(request(1, cls=CHECK_CAPACITY), POOLS, nodes, [], booked=other)
+    assert not v.fits and "do not fit on existing capacity" in v.reason
+    v = plan(request(1, cls=CHECK_CAPACITY), POOLS, nodes, [], booked=[])
     assert v.fits and v.placements == [(0, "n1")]
-    v = plan(request(1), POOLS, nodes, [], booked={"n1": "uid-other"})
+    v = plan(request(1), POOLS, nodes, [], booked=other)
     assert v.fits and v.new_nodes == 1 and v.pool_size == 1     # booked nodes still count toward the pool size
+
+
+def test_booking_is_pod_sized_the_rest_of_the_node_stays_free():
+    nodes = [node("n1")]
+    half = request(1, gpus=4, uid="uid-other").expand()     # books 4 of the node's 8 GPUs
+    v = plan(request(1, gpus=4, cls=CHECK_CAPACITY), POOLS, nodes, [], booked=half)
+    assert v.fits and v.placements == [(0, "n1")]
+    v = plan(request(2, gpus=4, cls=CHECK_CAPACITY), POOLS, nodes, [], booked=half)
+    assert not v.fits
+
+
+def test_two_requests_cannot_both_find_the_same_free_node():
+    """The first is Provisioned (CapacityIsFound) and books its pod; the second sees the node taken."""
+    nodes = [node("n1")]
+    first = request(1, cls=CHECK_CAPACITY, uid="uid-a")
+    assert plan(first, POOLS, nodes, []).fits
+    second = request(1, cls=CHECK_CAPACITY, uid="uid-b")
+    assert not plan(second, POOLS, nodes, [], booked=first.expand()).fits
+
+
+def test_a_booked_pod_that_fits_nowhere_books_nothing():
+    nodes = [node("n1")]
+    huge = request(1, gpus=16, uid="uid-other").expand()
+    assert plan(request(1, cls=CHECK_CAPACITY), POOLS, nodes, [], booked=huge).fits
+
+
+def test_a_backed_off_pool_is_not_a_scale_up_option():
+    v = plan(request(2), POOLS, [], [], backed_off={"gpupool": "node group gpupool is backed off"})
+    assert not v.fits and v.status_reason == "CapacityIsNotFound"
+    assert v.reason == "node group gpupool is backed off" and v.nodes_to_create == 0
 
 
 @pytest.mark.parametrize("make", [

@@ -1,0 +1,56 @@
+"""The autoscaler's status ConfigMap, kube-system/cluster-autoscaler-status, as the real one writes it
+(clusterstate/api/types.go; a subset): per node group its node counts and whether scale-ups are
+backed off, and why.  Scenarios and `tau-demo watch` read node-group backoff from it (pure)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import yaml
+
+from demo.k8s.keys import CA_STATUS, CA_STATUS_KEY, GROUP_BACKOFF, NODE_READY, POOL_LABEL
+from demo.k8s.objects import deleting, format_time, is_true, labels
+
+from .backoff import GroupBackoff, backed_off
+from .nodes import booting
+from .pools import Pool
+
+
+def status(pools: list[Pool], nodes: list[dict], groups: dict[str, GroupBackoff], now: datetime) -> dict:
+    """The status document (without its time: compare two of them to know whether anything changed)."""
+    out = []
+    for p in pools:
+        mine = [n for n in nodes if labels(n).get(POOL_LABEL) == p.name and not deleting(n)]
+        ready = sum(1 for n in mine if is_true(n, NODE_READY))
+        g = groups.get(p.name)
+        scale_up: dict = {"status": "NoActivity"}
+        if any(booting(n) for n in mine):
+            scale_up = {"status": "InProgress"}
+        if backed_off(g, now):
+            scale_up = {"status": GROUP_BACKOFF, "backoffUntil": format_time(g.until),
+                        "backoffInfo": {"errorCode": "scaleUpFailed", "errorMessage": g.reason}}
+        out.append({"name": p.name,
+                    "health": {"status": "Healthy", "cloudProviderTarget": len(mine), "minSize": p.min_nodes,
+                               "maxSize": p.max_nodes,
+                               "nodeCounts": {"registered": {"total": len(mine), "ready": ready,
+                                                             "notStarted": len(mine) - ready}}},
+                    "scaleUp": scale_up})
+    return {"autoscalerStatus": "Running", "nodeGroups": out}
+
+
+def configmap(doc: dict, now: datetime) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": CA_STATUS[1], "namespace": CA_STATUS[0]},
+            "data": {CA_STATUS_KEY: yaml.safe_dump({"time": format_time(now), **doc}, sort_keys=False)}}
+
+
+def group_backoff(cm: dict | None, pool: str) -> dict | None:
+    """The scaleUp entry of `pool` if it is backed off, read from a status ConfigMap; None otherwise."""
+    try:
+        doc = yaml.safe_load(((cm or {}).get("data") or {}).get(CA_STATUS_KEY) or "") or {}
+    except yaml.YAMLError:
+        return None
+    for g in doc.get("nodeGroups") or [] if isinstance(doc, dict) else []:
+        if isinstance(g, dict) and g.get("name") == pool and (g.get("scaleUp") or {}).get("status") == GROUP_BACKOFF:
+            return g["scaleUp"]
+    return None

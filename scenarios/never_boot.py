@@ -1,0 +1,110 @@
+"""Beyond the design: the nodes never boot.
+
+The cloud accepts the scale-up, so the autoscaler writes Provisioned=True at once and Kueue
+admits; but the VMs never register.  What bounds the wait, layer by layer:
+
+* the autoscaler (layer 2): after --max-node-provision-time it removes the nodes and backs the
+  node group off; the ProvisioningRequest stays Provisioned=True (the real autoscaler never
+  touches it again), so Kueue's retryStrategy never sees a Failed to react to;
+* Kueue's waitForPodsReady (configured at demo scale): the admitted Workload's pods are not
+  Ready in time, so Kueue evicts it (PodsReadyTimeout) and requeues it, without limit;
+* the requeued Workload gets a new ProvisioningRequest, which meets the backed-off pool:
+  Provisioned=False/CapacityIsNotFound, retried;
+* the admission deadline (layer 3) ends it: the Workload is not admitted when the deadline
+  passes, so the timeout is committed.
+"""
+
+from __future__ import annotations
+
+from demo.deadline import protocol as dl
+from demo.jobs.watch import follow
+from demo.k8s.keys import (ADMITTED, CA_STATUS, DEMO_POOL, EVICTED, NEVER_BOOTS, PARAM_BOOT_SECONDS,
+                           PODS_READY_TIMEOUT, PROVISIONED)
+from demo.k8s.objects import condition, is_true, uid
+from demo.k8s.resources import CONFIG_MAP
+from demo.timeline import svg
+from fake_ca.conditions import R_NOT_FOUND
+from fake_ca.status import group_backoff
+
+from .harness import NS, Context
+from .recorder import Recorder
+
+TITLE = "Beyond the design: the nodes never boot"
+DEADLINE = "70s"
+
+
+def pool_backoff(ctx: Context) -> dict | None:
+    """The demo pool's backoff as the autoscaler publishes it (kube-system/cluster-autoscaler-status)."""
+    return group_backoff(ctx.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), DEMO_POOL)
+
+
+def run(ctx: Context) -> None:
+    ctx.header(TITLE)
+    name = ctx.new_name()
+    log, log_path = ctx.event_log("never-boot")
+    with Recorder(ctx, name, log) as rec:
+        ctx.step(f"Submit a 2 × 8-GPU Job with --deadline {DEADLINE}; the cloud accepts the scale-up but the VMs "
+                 "never register (fakeCABootSeconds=never)")
+        ctx.submit(name, "2x8", deadline=DEADLINE, provreq={PARAM_BOOT_SECONDS: NEVER_BOOTS})
+
+        ctx.step("Provisioned=True as soon as the nodes are requested; Kueue admits; the pods wait for nodes "
+                 "that stay NotReady")
+        ctx.wait(lambda: rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)), 60,
+                 "Kueue to admit")
+        first = rec.samples[-1][1]
+        first_nodes = {n["metadata"]["name"] for n in first.nodes
+                       if any(n["metadata"].get("annotations", {}).get("fake-ca.tau-demo.io/provreq-uid") == uid(p)
+                              for p in first.provreqs)}
+        ctx.check(len(first_nodes) == 2 and any(is_true(p, PROVISIONED) for p in first.provreqs),
+                  f"the autoscaler requested 2 nodes and wrote Provisioned=True at once ({', '.join(sorted(first_nodes))})")
+
+        ctx.step("After --max-node-provision-time the autoscaler removes them and backs the node group off")
+        backoff = ctx.wait(lambda: pool_backoff(ctx), 60, "the node group's backoff")
+        ctx.check(not any(n["metadata"]["name"] in first_nodes for n in ctx.pool_nodes()),
+                  "the nodes that never booted are gone")
+        why = (backoff.get("backoffInfo") or {}).get("errorMessage", "")
+        ctx.say(f"  cluster-autoscaler-status: gpupool scaleUp {backoff.get('status')} until "
+                f"{backoff.get('backoffUntil')} ({why})")
+        ctx.check("did not become Ready within" in why,
+                  "the autoscaler reports node group gpupool in Backoff because its nodes did not register")
+        still = rec.samples[-1][1]
+        ctx.check(any(is_true(p, PROVISIONED) for p in still.provreqs) and is_true(still.workload, ADMITTED),
+                  "the ProvisioningRequest stays Provisioned=True and the Workload Admitted: "
+                  "retryStrategy has nothing to react to")
+
+        ctx.step("Kueue's waitForPodsReady evicts the Workload whose pods never became Ready, and requeues it")
+        ev = ctx.wait(lambda: next((c for _, s in rec.samples if (c := condition(s.workload, EVICTED))
+                                    and c.get("status") == "True"), None), 90, "Kueue to evict the Workload")
+        ctx.check(ev.get("reason") == PODS_READY_TIMEOUT, f"evicted: {ev.get('reason')}: {ev.get('message', '')}")
+
+        ctx.step("The requeued Workload's new ProvisioningRequest meets the backed-off pool")
+        first_uids = {uid(p) for p in first.provreqs}
+
+        def not_found_again():
+            s = rec.samples[-1][1]
+            return next((p for p in s.provreqs if uid(p) not in first_uids
+                         and (condition(p, PROVISIONED) or {}).get("reason") == R_NOT_FOUND), None)
+        again = ctx.wait(not_found_again, 60, "a new ProvisioningRequest with CapacityIsNotFound")
+        ctx.check(pool_backoff(ctx) is not None,
+                  f"{again['metadata']['name']}: Provisioned=False/CapacityIsNotFound while node group gpupool "
+                  "is backed off")
+
+        ctx.step(f"tau-demo watch {name}: the admission deadline ({DEADLINE}) ends it")
+        view = follow(ctx.k, NS, name, "finished", timeout=120, out=ctx.out, live=False)
+        ctx.check(view.outcome == "failed" and "admission deadline" in view.reason,
+                  f"the watch ends failed: {view.reason}")
+        wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and dl.committed_timeout(w) and w, 30,
+                      "the committed timeout")
+        ctx.check(dl.committed_timeout(wl) and wl["spec"].get("active") is False,
+                  "caught by layer 3: the timeout is committed on the Workload (spec.active=false)")
+        ctx.check(not rec.ever(lambda s: any(p.get("status", {}).get("phase") == "Running" for p in s.pods)),
+                  "no pod ever ran")
+
+    ctx.say("  which layer caught it: not layer 2 (the request stayed Provisioned=True, no Failed for "
+            "retryStrategy), not waitForPodsReady alone (it requeues without limit); the admission deadline did")
+    ctx.delete_job(name)
+    ctx.step("The pool's backoff runs out before the next scenario")
+    ctx.wait(lambda: pool_backoff(ctx) is None, 180, "the node group's backoff to end")
+    ctx.check(pool_backoff(ctx) is None and not ctx.pool_nodes(), "the pool is empty and out of backoff")
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)
+    ctx.say(f"  timeline: {picture}")
