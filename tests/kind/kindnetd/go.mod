@@ -1,0 +1,3 @@
+module example.invalid/tau-kindnetd
+
+go 1.22
