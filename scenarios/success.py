@@ -36,8 +36,9 @@ def run(ctx: Context) -> None:
     name = ctx.new_name()
     log, log_path = ctx.event_log("success")
     with Recorder(ctx, name, log) as rec:
-        ctx.step("Submit a 2 × 8-GPU Job (the cloud needs 5s to find capacity: an injected delay)")
-        ctx.submit(name, "2x8", duration="10s", provreq={PARAM_DELAY: "5"})
+        ctx.step("Submit a 2 × 8-GPU Job" + ("" if ctx.autoscaler == "real" else
+                                             " (the cloud needs 5s to find capacity: an injected delay)"))
+        ctx.submit(name, "2x8", duration="10s", provreq=ctx.injected({PARAM_DELAY: "5"}))
         ctx.step(f"tau-demo watch {name}")
         view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
         final = rec.samples[-1][1] if rec.samples else None
