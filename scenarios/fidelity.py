@@ -220,6 +220,12 @@ def report_text(probes: list[tuple[str, str]], fake: list[Record], real: list[Re
     return "\n".join(out)
 
 
+def row_text(row: str) -> str:
+    """A README table row as prose: its cells after the id, joined by " · "."""
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    return " · ".join(c for c in cells[1:] if c)
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -260,8 +266,8 @@ def report_markdown(command: str, when: str, settings: list[str], probes: list[t
             lines.append(f"| {_md(a)} | {_md(b)} |")
         for d in (x for x in diffs if x.probe == probe):
             lines += ["", f"- **{d.aspect}** differs — "
-                      + (f"documented deviation {d.documented}: {_md(d.readme_row)}" if d.documented
-                         else "**UNDOCUMENTED**"),
+                      + (f"documented deviation {d.documented} (README): {_md(row_text(d.readme_row))}"
+                         if d.documented else "**UNDOCUMENTED**"),
                       f"  - fake: `{d.fake}`", f"  - real: `{d.real}`"]
     if stale:
         lines += ["", "## Documented deviations not observed in this run", ""]

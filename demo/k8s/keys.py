@@ -10,6 +10,7 @@ from __future__ import annotations
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 OS_LABEL = "kubernetes.io/os"
 JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"      # on a Job's pods
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"                      # on a Job's pods
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 APP_NAME_LABEL = "app.kubernetes.io/name"
 NODE_READY = "Ready"                                                 # Node condition type
