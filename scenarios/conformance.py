@@ -21,12 +21,12 @@ from demo.k8s.errors import ApiError, Unreachable
 from demo.k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CONFORMANCE_NAMESPACE, CONFORMANCE_STATIC_LABEL,
                            FAILED, FAKE_CA_LEASE, GPU, KWOK_NODE_ANNOTATION, NODE_READY, NOT_READY_TAINT, OS_LABEL,
                            POOL_LABEL, PROVISIONED, QUEUED_PROVISIONING_CLASS, REAL_CA_LEASE)
-from demo.k8s.objects import condition, deleting, is_true, labels, name
+from demo.k8s.objects import deleting, is_true, labels, name
 from demo.k8s.resources import NAMESPACE, NODE, POD_TEMPLATE, PROVREQ
 from demo.realca import exclusion
 from fake_ca.pools import Pool
 
-from .controllers import Controller, controllers_dir, start_private
+from .controllers import Controller, start_private
 from .fidelity import NodeEvent, Record, Write, condition_changes
 from .harness import Context, ScenarioFailed
 
@@ -316,7 +316,3 @@ def run_under(ctx: Context, under: Under, probes: list[Probe], pool: Pool, say=p
         ctx.wait(lambda: not heartbeat.alive(ctx.k, under.lease), 30, f"the {under.label} autoscaler to stop")
         reset(ctx)
     return records
-
-
-def controllers_log(under: Under) -> str:
-    return str(controllers_dir() / f"{under.lease}.log")
