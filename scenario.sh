@@ -2,7 +2,9 @@
 # The walkthrough: success, timeout and race paths on the real cluster made by ./setup.sh.
 #   AUTO=1 ./scenario.sh            never waits for input
 #   ./scenario.sh race              one group (success, timeout, race) or scenario
-# Starts the fake autoscaler and the deadline controller in the background unless they already
+#   ./scenario.sh --autoscaler real the real Cluster Autoscaler answers (`tau-demo real-ca`; needs
+#                                   `tau-demo toolchain ensure --with-real-ca`); also TAU_DEMO_AUTOSCALER=real
+# Starts the autoscaler and the deadline controller in the background unless they already
 # run (e.g. `tau-demo fake-ca` in another terminal), and stops only what it started.
 set -euo pipefail
 cd "$(dirname "$0")"

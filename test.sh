@@ -2,7 +2,8 @@
 # All tests: unit tests on plain data (nothing built, no network), then cluster tests against a real
 # control plane, real Kueue v0.19.2 and real KWOK.  The cluster tests bring up their own cluster
 # (state in a temporary directory, so a demo cluster you have running is left alone) and tear it down.
-# Nothing is skipped: a missing toolchain or a cluster that cannot start fails the run.
+# Nothing is skipped: a missing toolchain or a cluster that cannot start fails the run.  The toolchain
+# includes the real cluster-autoscaler (from $TAU_DEMO_CA_SOURCE, see .ci/run), which one cluster test runs.
 #   ./test.sh                 unit, then cluster tests
 #   ./test.sh --unit          unit tests only
 #   ./test.sh [pytest args]   passed to the cluster stage (e.g. -k race)
@@ -17,8 +18,8 @@ echo "[test] unit tests"
 .venv/bin/python -m pytest tests/unit -q -p no:cacheprovider
 [ "$stage" = unit ] && exit 0
 echo "[test] toolchain"
-.venv/bin/tau-demo toolchain ensure --with-actionlint
-.venv/bin/tau-demo toolchain versions
+.venv/bin/tau-demo toolchain ensure --with-actionlint --with-real-ca
+.venv/bin/tau-demo toolchain versions --with-real-ca
 export TAU_DEMO_STATE=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
 echo "[test] cluster tests (state in $TAU_DEMO_STATE)"
 .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider -x "$@"

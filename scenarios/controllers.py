@@ -22,7 +22,7 @@ READY_LINE = "caches synced; ready"
 
 def controller_args(ctx: Context, args: list[str]) -> list[str]:
     out = list(args) + list(ctx.extra_args.get(args[0], []))
-    if ctx.impersonate:
+    if ctx.impersonate and args[0] in SERVICE_ACCOUNTS:     # the real CA runs with the kubeconfig's identity
         out += ["--as", SERVICE_ACCOUNTS[args[0]]]
     return out
 
@@ -61,7 +61,7 @@ def controllers_dir() -> Path:
     return d
 
 
-def ensure_controller(ctx: Context, lease: str, args: list[str], label: str) -> Controller | None:
+def ensure_controller(ctx: Context, lease: str, args: list[str], label: str, timeout: float = 30) -> Controller | None:
     """Use a controller that already runs (its Lease is fresh), else start one in the background."""
     if heartbeat.alive(ctx.k, lease):
         ctx.say(f"  {label}: already running (Lease {SYSTEM_NAMESPACE}/{lease} is fresh); using it")
@@ -70,7 +70,7 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str) -> 
     c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
-    ctx.wait(lambda: heartbeat.alive(ctx.k, lease) or (procs.read_pid(c.pidfile) is None and "dead"), 30,
+    ctx.wait(lambda: heartbeat.alive(ctx.k, lease) or (procs.read_pid(c.pidfile) is None and "dead"), timeout,
              f"{label} to start (log {c.logfile})")
     if procs.read_pid(c.pidfile) is None:
         raise ScenarioFailed(f"{label} exited at start; see {c.logfile}:\n{c.log_text()[-1500:]}")
@@ -78,7 +78,7 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str) -> 
     return c
 
 
-def start_private(ctx: Context, lease: str, args: list[str], label: str) -> Controller:
+def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout: float = 30) -> Controller:
     """A controller instance of the scenario's own (race instances): always freshly started."""
     d = controllers_dir()
     c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
@@ -86,7 +86,7 @@ def start_private(ctx: Context, lease: str, args: list[str], label: str) -> Cont
     c.logfile.unlink(missing_ok=True)
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
-    ctx.wait(lambda: READY_LINE in c.log_text() or (procs.read_pid(c.pidfile) is None and "dead"), 30,
+    ctx.wait(lambda: READY_LINE in c.log_text() or (procs.read_pid(c.pidfile) is None and "dead"), timeout,
              f"{label} to start (log {c.logfile})")
     if procs.read_pid(c.pidfile) is None:
         raise ScenarioFailed(f"{label} exited at start; see {c.logfile}:\n{c.log_text()[-1500:]}")

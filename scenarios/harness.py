@@ -58,6 +58,12 @@ class Context:
     impersonate: bool = False      # run controllers as their least-privilege ServiceAccounts (tests)
     extra_args: dict = field(default_factory=dict)   # per controller kind, e.g. {"fake-ca": ["--booking", "8s"]}
     name: str = ""
+    autoscaler: str = "fake"       # which autoscaler answers: "fake" (fake_ca) or "real" (`tau-demo real-ca`)
+
+    def injected(self, params: dict) -> dict:
+        """ProvisioningRequest parameters that inject a fault into the fake autoscaler; none against the real
+        one (it has no such knobs), so a scenario runs unchanged with --autoscaler real."""
+        return {} if self.autoscaler == "real" else dict(params)
 
     # ------------------------------------------------------------------ telling the story
     def say(self, text: str = "") -> None:

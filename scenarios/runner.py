@@ -8,9 +8,11 @@ import time
 import traceback
 
 from demo.cluster.state import default_kubeconfig
+from demo.k8s import heartbeat
 from demo.k8s.client import Kube
 from demo.k8s.errors import ApiError, Unreachable
-from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
+from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, REAL_CA_LEASE
+from demo.realca import exclusion
 
 from . import never_boot, race, success, timeout
 from .controllers import ensure_controller
@@ -27,6 +29,22 @@ SCENARIOS = {
     "race-interrupted-mirror": race.scenario_interrupted_mirror,
     "never-boot": never_boot.run,           # last: it leaves the pool backed off for a while
 }
+# Scenarios that need a fault injected into the fake autoscaler, with the one line they print when run
+# with --autoscaler real.  The others run unchanged against the real Cluster Autoscaler.
+_INJECTED_STOCKOUT = ("it times Kueue's admission against the deadline with an injected stock-out that ends "
+                      "(fakeCAStockout=SECONDS), which the real autoscaler has no knob for")
+NEEDS_FAKE = {
+    "timeout-window": ("it needs the fake's --honor-valid-until and an injected stockout: the real autoscaler "
+                       "ignores ValidUntilSeconds and never reports Failed for best-effort-atomic"),
+    "race-admission-wins": _INJECTED_STOCKOUT,
+    "race-timeout-wins": _INJECTED_STOCKOUT,
+    "race-legacy": _INJECTED_STOCKOUT,
+    "race-interrupted-mirror": ("it pauses the deadline controller while an injected stockout (fakeCAStockout) "
+                                "keeps the Job pending"),
+    "never-boot": ("it needs VMs that never register (fakeCABootSeconds=never): the kwok provider's nodes are "
+                   "Ready at once"),
+}
+AUTOSCALERS = ("fake", "real")
 GROUPS = {"all": list(SCENARIOS), "success": ["success"],
           "timeout": [n for n in SCENARIOS if n.startswith("timeout")],
           "race": [n for n in SCENARIOS if n.startswith("race")],
@@ -35,6 +53,10 @@ GROUPS = {"all": list(SCENARIOS), "success": ["success"],
 
 class NoCluster(RuntimeError):
     """There is no cluster to run against; the message says what to do."""
+
+
+class AutoscalerConflict(RuntimeError):
+    """The other autoscaler runs: the fake and the real one never run together."""
 
 
 def resolve(names: tuple[str, ...]) -> list[str]:
@@ -50,7 +72,7 @@ def resolve(names: tuple[str, ...]) -> list[str]:
     return chosen
 
 
-def make_context(kubeconfig: str | None, context: str | None, auto: bool) -> Context:
+def make_context(kubeconfig: str | None, context: str | None, auto: bool, autoscaler: str = "fake") -> Context:
     kc = kubeconfig or default_kubeconfig()
     if kc is None and not os.environ.get("KUBECONFIG"):
         raise NoCluster("no demo cluster: run ./setup.sh (or `tau-demo cluster up`) first")
@@ -59,19 +81,34 @@ def make_context(kubeconfig: str | None, context: str | None, auto: bool) -> Con
         k.raw("/readyz")
     except (Unreachable, ApiError) as e:
         raise NoCluster(f"the cluster does not answer ({e}); run `tau-demo cluster up`") from e
-    return Context(k, kc or os.environ["KUBECONFIG"], auto=auto)
+    return Context(k, kc or os.environ["KUBECONFIG"], auto=auto, autoscaler=autoscaler)
 
 
 def start_controllers(ctx: Context) -> None:
     ctx.say("Controllers:")
-    ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+    if ctx.autoscaler == "real":
+        why = None if heartbeat.alive(ctx.k, REAL_CA_LEASE) else exclusion.fake_running(ctx.k)
+        if why:
+            raise AutoscalerConflict(f"--autoscaler real: {why}")
+        ensure_controller(ctx, REAL_CA_LEASE, ["real-ca"], "real Cluster Autoscaler", timeout=180)
+    else:
+        why = None if heartbeat.alive(ctx.k, FAKE_CA_LEASE) else exclusion.real_running(ctx.k)
+        if why:
+            raise AutoscalerConflict(f"--autoscaler fake: {why}")
+        ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
     ensure_controller(ctx, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS, ["deadline", "--cleanup-ttl", "10s"],
                       "deadline controller")
 
 
-def run_scenarios(ctx: Context, names: list[str]) -> list[tuple[str, bool, str]]:
+def run_scenarios(ctx: Context, names: list[str]) -> list[tuple[str, bool | None, str]]:
+    """(name, passed, detail) per scenario; passed is None for one skipped because it needs the fake."""
     summary = []
     for n in names:
+        if ctx.autoscaler == "real" and n in NEEDS_FAKE:
+            line = f"{n} cannot run against a real autoscaler: {NEEDS_FAKE[n]}"
+            ctx.say(f"\nSKIP  {line}")
+            summary.append((n, None, f"cannot run against a real autoscaler: {NEEDS_FAKE[n]}"))
+            continue
         ctx.checks.clear()
         t0 = time.monotonic()
         err = ""

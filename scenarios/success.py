@@ -38,7 +38,8 @@ def run(ctx: Context) -> None:
     name = ctx.new_name()
     log, log_path = ctx.event_log("success")
     with Recorder(ctx, name, log) as rec:
-        ctx.step("Submit a 2 × 8-GPU Job (the pool's VMs take ~15s to boot once requested)")
+        ctx.step("Submit a 2 × 8-GPU Job" + (" (the kwok provider's nodes are Ready at once)" if ctx.autoscaler == "real"
+                                             else " (the pool's VMs take ~15s to boot once requested)"))
         ctx.submit(name, "2x8", duration="10s")
         ctx.step(f"tau-demo watch {name}")
         view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
@@ -60,10 +61,11 @@ def run(ctx: Context) -> None:
                                          and is_true(n, NODE_READY)) == 2)
     ctx.check(unsuspended is not None and both_nodes is not None and both_nodes <= unsuspended,
               "the Job stayed suspended until both nodes existed")
-    waited = f"{both_ready - unsuspended:.0f}s" if unsuspended and both_ready else "?"
-    ctx.check(unsuspended is not None and both_ready is not None and unsuspended < both_ready,
-              f"Kueue admitted before the nodes were Ready: the pods waited {waited} in Pod scheduling "
-              "while the VMs booted")
+    if ctx.autoscaler != "real":          # the kwok provider's nodes are Ready at once: nothing boots
+        waited = f"{both_ready - unsuspended:.0f}s" if unsuspended and both_ready else "?"
+        ctx.check(unsuspended is not None and both_ready is not None and unsuspended < both_ready,
+                  f"Kueue admitted before the nodes were Ready: the pods waited {waited} in Pod scheduling "
+                  "while the VMs booted")
     if len(starts) == 2 and made:
         ctx.check(abs(starts[0] - starts[1]) <= 2, f"both pods started together ({abs(starts[0] - starts[1]):.0f}s apart)")
         ctx.check(min(starts) >= max(made), "neither pod started before both nodes existed")

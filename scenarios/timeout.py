@@ -116,9 +116,15 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
     name = ctx.new_name()
     log, log_path = ctx.event_log("timeout-layer3")
     with Recorder(ctx, name, log) as rec:
-        ctx.step("Submit with --deadline 20s; the cloud is out of stock (injected) and the autoscaler is "
-                 "faithful: it ignores ValidUntilSeconds=8 and retries CapacityIsNotFound")
-        ctx.submit(name, "2x8", deadline="20s", provreq={PARAM_VALID_UNTIL: "8", PARAM_STOCKOUT: "true"})
+        if ctx.autoscaler == "real":   # no injected fault: a pod no node of the pool can hold waits forever
+            ctx.step("Submit a 1 × 16-GPU Job with --deadline 20s; no node of the pool has 16 GPUs, so the real "
+                     "autoscaler answers CapacityIsNotFound (and retries after 1m, 2m, ...); it ignores "
+                     "ValidUntilSeconds=8")
+            ctx.submit(name, "1x16", deadline="20s", provreq={PARAM_VALID_UNTIL: "8"})
+        else:
+            ctx.step("Submit with --deadline 20s; the cloud is out of stock (injected) and the autoscaler is "
+                     "faithful: it ignores ValidUntilSeconds=8 and retries CapacityIsNotFound")
+            ctx.submit(name, "2x8", deadline="20s", provreq={PARAM_VALID_UNTIL: "8", PARAM_STOCKOUT: "true"})
         ctx.step("At 12s, ValidUntilSeconds has passed and the request still waits: nothing bounds layer 2")
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
         time.sleep(max(0.0, 12 - (time.time() - rec.samples[0][0])))

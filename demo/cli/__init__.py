@@ -13,10 +13,12 @@ import sys
 import click
 
 from .cluster import cluster_group
+from .conformance import conformance_cmd
 from .deadline import deadline_cmd
 from .fake_ca import fake_ca_group
 from .jobs import preflight_cmd, report_cmd, submit_cmd, watch_cmd
 from .options import CONTEXT_SETTINGS
+from .real_ca import real_ca_cmd
 from .scenario import race_group, scenario_group
 from .toolchain import toolchain_group
 
@@ -41,5 +43,6 @@ def main(verbose: bool) -> None:
 
 
 for command in (toolchain_group, cluster_group, submit_cmd, preflight_cmd, watch_cmd, report_cmd, fake_ca_group,
-                deadline_cmd, scenario_group, race_group):
+                deadline_cmd, scenario_group, race_group, real_ca_cmd,
+                conformance_cmd):
     main.add_command(command)

@@ -14,6 +14,8 @@ from fake_ca.explain import InputError, explain, read_source
 from fake_ca.params import FOREVER
 from fake_ca.pools import PoolsError, load_pools
 
+from demo.realca import exclusion
+
 from ..k8s.errors import ApiError, Unreachable
 from ..k8s.hooks import Hooks
 from ..k8s.keys import NEVER_BOOTS
@@ -122,6 +124,12 @@ def fake_ca_group(ctx, kube_client, kubeconfig, pools_file, scan_interval, booki
         raise click.ClickException(str(e))
     except (Unreachable, ApiError) as e:
         raise click.ClickException(f"cannot reach the cluster: {e}")
+    try:   # never together with the real Cluster Autoscaler (`tau-demo real-ca`): see demo/realca/exclusion.py
+        why = exclusion.real_running(k)
+    except (Unreachable, ApiError) as e:
+        raise click.ClickException(f"cannot reach the cluster: {e}")
+    if why:
+        raise click.ClickException(f"fake-ca: {why}")
     if honor_valid_until:
         logging.getLogger("fake-ca").warning(
             "fake-ca: --honor-valid-until is ON: ValidUntilSeconds will fail slow requests. "

@@ -28,9 +28,13 @@ def toolchain_group() -> None:
               help="build what this cluster backend needs (kind: only kubectl, kind and manifests)")
 @click.option("--with-kind", is_flag=True, help="also build what the kind backend needs")
 @click.option("--with-actionlint", is_flag=True, help="also build actionlint (lints the kind smoke workflow)")
-def toolchain_ensure(backend: str, with_kind: bool, with_actionlint: bool) -> None:
+@click.option("--with-real-ca", is_flag=True,
+              help="also build the real cluster-autoscaler (kwok provider only) from $TAU_DEMO_CA_SOURCE "
+                   "(a directory, or a .tar.xz whose sha256 matches the pin), else from a shallow git clone")
+def toolchain_ensure(backend: str, with_kind: bool, with_actionlint: bool, with_real_ca: bool) -> None:
     """Build whatever pinned binary is missing or reports the wrong version (resumable)."""
     extras = ("actionlint",) if with_actionlint else ()
+    extras += ("cluster-autoscaler",) if with_real_ca else ()
     try:
         built = components.ensure(_selection(backend, with_kind), extras)
     except ToolchainError as e:
@@ -43,9 +47,11 @@ def toolchain_ensure(backend: str, with_kind: bool, with_actionlint: bool) -> No
 @click.option("--backend", type=BACKEND_CHOICE, default="kwok", show_default=True,
               help="require what this backend needs; the rest is listed as optional")
 @click.option("--with-kind", is_flag=True, help="also require what the kind backend needs")
-def toolchain_versions(backend: str, with_kind: bool) -> None:
+@click.option("--with-real-ca", is_flag=True, help="also require the real cluster-autoscaler")
+def toolchain_versions(backend: str, with_kind: bool, with_real_ca: bool) -> None:
     """One line per binary: NAME VERSION PATH.  Exit 1 if a required one is missing or wrong."""
-    required = {c.name for c in components.wanted(_selection(backend, with_kind))}
+    extras = ("cluster-autoscaler",) if with_real_ca else ()
+    required = {c.name for c in components.wanted(_selection(backend, with_kind), extras)}
     bad = 0
     for c in components.COMPONENTS:
         for name, version, path, ok in components.versions_table([c]):

@@ -352,9 +352,11 @@ def _booked(f: _Facts) -> str:
     uid = _meta(provisioned[-1]).get("uid") if provisioned else None
     booked = [n for n in f.nodes if uid and annotations(n).get(PROVREQ_UID_ANNOTATION) == uid]
     if not booked:
-        # Kueue may have deleted the request by now: fall back to the autoscaler's nodes the pods ran on
+        # Kueue may have deleted the request by now, or the real Cluster Autoscaler made the nodes (they carry
+        # no request uid): fall back to the autoscaler's nodes (a pool's) the pods ran on
         used = {_spec(p).get("nodeName") for p in f.pods}
-        booked = [n for n in f.nodes if _meta(n).get("name") in used and annotations(n).get(PROVREQ_UID_ANNOTATION)]
+        booked = [n for n in f.nodes if _meta(n).get("name") in used
+                  and (annotations(n).get(PROVREQ_UID_ANNOTATION) or labels(n).get(POOL_LABEL))]
     if not booked:
         return "capacity found on existing nodes"
     pools = sorted({labels(n).get(POOL_LABEL) for n in booked if labels(n).get(POOL_LABEL)})

@@ -10,6 +10,7 @@ from __future__ import annotations
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 OS_LABEL = "kubernetes.io/os"
 JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"      # on a Job's pods
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"                      # on a Job's pods
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 APP_NAME_LABEL = "app.kubernetes.io/name"
 NODE_READY = "Ready"                                                 # Node condition type
@@ -111,3 +112,23 @@ PARAM_BOOT_SECONDS = "fakeCABootSeconds"                             # a number 
 PARAM_STOCKOUT = "fakeCAStockout"                                    # "true", or seconds until capacity returns
 PARAM_REVOKE_AFTER = "fakeCARevokeAfterSeconds"
 PARAM_HONOR_VALID_UNTIL = "fakeCAHonorValidUntil"
+
+# ---------------------------------------------------------------------------- the real Cluster Autoscaler
+# (cluster-autoscaler 1.36.1 with the kwok cloud provider, run out of cluster by `tau-demo real-ca`)
+REAL_CA_LEASE = "real-ca"                                            # heartbeat of the `tau-demo real-ca` wrapper
+REAL_CA_FIELD_MANAGER = "real-ca"                                    # what the wrapper applies (pool table, provider CMs)
+REAL_CA_NAMESPACE = "kube-system"                                    # POD_NAMESPACE and --namespace of the real CA
+KWOK_PROVIDER_CONFIG = "kwok-provider-config"                        # the provider's config ConfigMap (default name)
+KWOK_PROVIDER_CONFIG_KEY = "config"
+KWOK_PROVIDER_TEMPLATES = "kwok-provider-templates"                  # ConfigMap with the node templates
+KWOK_PROVIDER_TEMPLATES_KEY = "templates"                            # the only key the provider reads
+KWOK_MIN_COUNT_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/min-count"    # on a template Node
+KWOK_MAX_COUNT_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/max-count"
+CA_STATUS_CONFIGMAP = "cluster-autoscaler-status"                    # written every loop, deleted on SIGTERM
+CA_MAIN_LOOP_METRIC = 'cluster_autoscaler_last_activity{activity="mainSuccessful"}'   # after each good loop
+ARCH_LABEL = "kubernetes.io/arch"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"                     # added to every new Node until it is Ready
+# `tau-demo conformance`: the probes' own namespace, and the label of the free nodes a probe creates by hand
+CONFORMANCE_NAMESPACE = "tau-demo-conformance"
+CONFORMANCE_STATIC_LABEL = "tau-demo.io/conformance-static"         # on nodes that are no autoscaler's
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"            # a class neither autoscaler here handles

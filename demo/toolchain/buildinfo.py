@@ -8,7 +8,7 @@ strings follow at offset 32: the Go version and the module info.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAGIC = b"\xff Go buildinf:"
@@ -21,6 +21,7 @@ class BuildInfo:
     main_module: str
     main_version: str
     deps: dict[str, str]           # module -> version (after replacement)
+    settings: dict[str, str] = field(default_factory=dict)   # build settings: -tags, -ldflags, GOOS, ...
 
 
 def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -37,6 +38,7 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 def parse_modinfo(go_version: str, mod: str) -> BuildInfo:
     path = main_module = main_version = ""
     deps: dict[str, str] = {}
+    settings: dict[str, str] = {}
     last = None
     for line in mod.splitlines():
         parts = line.split("\t")
@@ -49,7 +51,10 @@ def parse_modinfo(go_version: str, mod: str) -> BuildInfo:
             last = parts[1]
         elif parts[0] == "=>" and last and len(parts) > 2:
             deps[last] = parts[2]
-    return BuildInfo(go_version, path, main_module, main_version, deps)
+        elif parts[0] == "build" and len(parts) > 1 and "=" in parts[1]:
+            key, _, value = parts[1].partition("=")
+            settings[key] = value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
+    return BuildInfo(go_version, path, main_module, main_version, deps, settings)
 
 
 def read(binary: Path) -> BuildInfo | None:

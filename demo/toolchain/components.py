@@ -11,6 +11,7 @@ Layout under the cache (paths.cache_root()), one folder per component and versio
     autoscaler-apis-<ver>/share/provisioningrequests.yaml                   (both backends)
     kind-v0.32.0/bin/kind                                                   (kind backend)
     actionlint-<ver>/bin/actionlint                                         (lints the kind workflow)
+    cluster-autoscaler-1.36.1/bin/cluster-autoscaler     (--with-real-ca: the real CA, kwok provider only)
 
 A component is built only when one of its outputs is missing or reports the wrong version.
 Binaries are written to a .partial folder and renamed into bin/ when the whole component
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..paths import TOOLCHAIN_MODULES, cache_root
-from . import buildinfo, versions
+from . import buildinfo, casource, versions
 from .gobuild import (Progress, ToolchainError, check_go, fresh_partial, go_env, go_install, install_outputs,
                       module_dir, run_out)
 
@@ -196,6 +197,44 @@ def build_provreq_crd(c: Component, p: Progress) -> None:
                     c.share_dir / "provisioningrequests.yaml")
 
 
+CA_VERSION_VAR = f"{versions.CLUSTER_AUTOSCALER_MODULE}/version.ClusterAutoscalerVersion"
+CA_STAMP_SUFFIX = ".stamp"          # beside the binary: "<version> <sha256 of the binary>"
+
+
+def probe_cluster_autoscaler(c: Component, binary: str) -> str | None:
+    """The real CA has no version flag, and -trimpath keeps -ldflags out of its build info.  So: the build
+    info must show the CA main module built with -tags kwok, and the stamp the builder wrote beside the
+    binary must carry the sha256 of exactly this binary; the stamp's version is the answer."""
+    path = c.bin_dir / binary
+    info = buildinfo.read(path)
+    if info is None or info.main_module != versions.CLUSTER_AUTOSCALER_MODULE:
+        return None
+    if "kwok" not in info.settings.get("-tags", "").split(","):
+        return None
+    try:
+        version, digest = (path.parent / (binary + CA_STAMP_SUFFIX)).read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return version if digest == casource.sha256_of(path) else None
+
+
+def build_cluster_autoscaler(c: Component, p: Progress) -> None:
+    """`go build -tags kwok` inside the CA's own source tree (its replace lines resolve from the proxy)."""
+    work = c.dir / ".src"
+    try:
+        mod, origin = casource.prepare(work, p)
+        partial = fresh_partial(c.dir)
+        p.run(f"building cluster-autoscaler {c.version} (kwok provider only) from {origin}{c.note}",
+              ["go", "build", "-trimpath", "-tags", "kwok",
+               "-ldflags", f"-s -w -X {CA_VERSION_VAR}={c.version}",
+               "-o", str(partial / "cluster-autoscaler"), "."], cwd=mod, env=go_env())
+        stamp = "cluster-autoscaler" + CA_STAMP_SUFFIX
+        (partial / stamp).write_text(f"{c.version} {casource.sha256_of(partial / 'cluster-autoscaler')} {origin}\n")
+        install_outputs(partial, c.bin_dir, (*c.binaries, stamp))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------------- the components
 
 _KWOK_ONLY = frozenset({"kwok"})
@@ -223,10 +262,14 @@ ACTIONLINT = Component("actionlint", versions.ACTIONLINT, ("actionlint",), (),
                        probe_module("github.com/rhysd/actionlint"),
                        build_go_install("github.com/rhysd/actionlint", ("github.com/rhysd/actionlint/cmd/actionlint",)),
                        frozenset({"extra"}))
+CLUSTER_AUTOSCALER = Component("cluster-autoscaler", versions.CLUSTER_AUTOSCALER, ("cluster-autoscaler",), (),
+                               probe_cluster_autoscaler, build_cluster_autoscaler, frozenset({"extra"}),
+                               note=" (5-7 min cold on 2 cores; seconds with a warm Go build cache)")
 
 # build order: kubectl renders the other components' manifests, so it comes first
-COMPONENTS = (KUBECTL, ETCD, KUBERNETES, KWOK, KWOK_MANIFESTS, PROVREQ_CRD, KUEUE, KUEUE_MANIFESTS, KIND, ACTIONLINT)
-EXTRAS = {"actionlint": ACTIONLINT}
+COMPONENTS = (KUBECTL, ETCD, KUBERNETES, KWOK, KWOK_MANIFESTS, PROVREQ_CRD, KUEUE, KUEUE_MANIFESTS, KIND, ACTIONLINT,
+              CLUSTER_AUTOSCALER)
+EXTRAS = {"actionlint": ACTIONLINT, "cluster-autoscaler": CLUSTER_AUTOSCALER}
 
 
 def by_name(name: str) -> Component:

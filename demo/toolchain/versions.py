@@ -24,3 +24,15 @@ KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK}"
 ACTIONLINT = "v1.7.12"       # lints .github/workflows (the kind smoke workflow) in the unit tests
 
 GO_MIN = (1, 26)
+
+# The real Cluster Autoscaler, kwok cloud provider only (`tau-demo toolchain ensure --with-real-ca`).
+# The Go module proxy refuses the CA module itself, so it is built from a source tree: the directory or
+# .tar.xz named by TAU_DEMO_CA_SOURCE, else a shallow git clone of the tag.
+CLUSTER_AUTOSCALER = "1.36.1"
+CLUSTER_AUTOSCALER_MODULE = "k8s.io/autoscaler/cluster-autoscaler"
+CLUSTER_AUTOSCALER_TAG = "cluster-autoscaler-1.36.1"
+CLUSTER_AUTOSCALER_COMMIT = "35e8a280425c76a4040f57ae0fa232a952c02024"
+CLUSTER_AUTOSCALER_GIT = "https://github.com/kubernetes/autoscaler"
+# sha256 of the tag's cluster-autoscaler/ directory as made by
+# `git archive --format=tar --prefix=autoscaler/ cluster-autoscaler-1.36.1 cluster-autoscaler | xz -6`
+CLUSTER_AUTOSCALER_TARBALL_SHA256 = "5fcc8467a29d6cec5f89757653ad90a198e1775d5109b28c699dbed7a3eb8d66"

@@ -22,7 +22,7 @@ LAYERS = [
     ("autoscaler", ["fake_ca"]),
     ("toolchain", ["demo.toolchain"]),
     ("cluster", ["demo.cluster"]),
-    ("services", ["demo.jobs", "demo.deadline", "demo.timeline"]),
+    ("services", ["demo.jobs", "demo.deadline", "demo.timeline", "demo.realca"]),
     ("scenarios", ["scenarios"]),
     ("cli", ["demo.cli", "demo.__main__"]),
 ]

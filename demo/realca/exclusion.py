@@ -1,0 +1,70 @@
+"""The fake and the real autoscaler never run on one cluster at the same time.
+
+Both act on every best-effort-atomic ProvisioningRequest, and the real CA's kwok provider adopts
+the fake's nodes (they carry its node-group annotation and a `kwok:` providerID), counts them in
+its node group's target size and deletes them when it stops.  So each refuses to start while the
+other one runs, or while the other one's nodes are still there.
+
+`fake_running` is what `tau-demo real-ca` checks; `real_running` is what `tau-demo fake-ca` checks.
+Both return None (go ahead) or the reason to refuse.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from demo.k8s import heartbeat
+from demo.k8s.client import Kube
+from demo.k8s.keys import (CA_STATUS_CONFIGMAP, FAKE_CA_LEASE, MANAGED_LABEL, POOL_LABEL, REAL_CA_LEASE,
+                           REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
+from demo.k8s.objects import deleting, labels, meta, name, parse_time
+from demo.k8s.resources import CONFIG_MAP, NODE
+
+STATUS_FRESH_SECONDS = 60.0    # a status ConfigMap updated this recently means a real CA is looping
+
+
+def fake_nodes(nodes: list[dict]) -> list[str]:
+    """Nodes the fake autoscaler made (its managed label)."""
+    return sorted(name(n) for n in nodes if labels(n).get(MANAGED_LABEL) == "true" and not deleting(n))
+
+
+def real_nodes(nodes: list[dict]) -> list[str]:
+    """Pool nodes the fake did not make: the real CA's (left behind if it was killed with SIGKILL)."""
+    return sorted(name(n) for n in nodes if labels(n).get(POOL_LABEL) and labels(n).get(MANAGED_LABEL) != "true"
+                  and not deleting(n))
+
+
+def status_age(cm: dict | None, now: datetime) -> float | None:
+    """Seconds since the real CA last wrote its status ConfigMap (from managedFields), None if unknown."""
+    times = [parse_time(f.get("time")) for f in meta(cm).get("managedFields") or [] if isinstance(f, dict)]
+    times = [t for t in times if t is not None] or [parse_time(meta(cm).get("creationTimestamp"))]
+    latest = max((t for t in times if t is not None), default=None)
+    return (now - latest).total_seconds() if latest else None
+
+
+def fake_running(k: Kube) -> str | None:
+    if heartbeat.alive(k, FAKE_CA_LEASE):
+        return (f"the fake autoscaler is running (its heartbeat Lease {SYSTEM_NAMESPACE}/{FAKE_CA_LEASE} is fresh); "
+                "stop it first")
+    left = fake_nodes(k.list(NODE)[0])
+    if left:
+        return (f"nodes of the fake autoscaler are still there ({', '.join(left)}); the real CA would adopt them. "
+                f"Wait for the fake's scale-down or delete them: kubectl delete nodes -l {MANAGED_LABEL}=true")
+    return None
+
+
+def real_running(k: Kube, now: datetime | None = None) -> str | None:
+    if heartbeat.alive(k, REAL_CA_LEASE):
+        return (f"the real Cluster Autoscaler is running (`tau-demo real-ca`, heartbeat Lease "
+                f"{SYSTEM_NAMESPACE}/{REAL_CA_LEASE}); stop it first")
+    cm = k.get_or_none(CONFIG_MAP, CA_STATUS_CONFIGMAP, REAL_CA_NAMESPACE)
+    if cm is not None:
+        age = status_age(cm, now or datetime.now(timezone.utc))
+        if age is not None and age < STATUS_FRESH_SECONDS:
+            return (f"a real Cluster Autoscaler is running: it updated {REAL_CA_NAMESPACE}/{CA_STATUS_CONFIGMAP} "
+                    f"{age:.0f}s ago; stop it first")
+    left = real_nodes(k.list(NODE)[0])
+    if left:
+        return (f"nodes of a real Cluster Autoscaler are still there ({', '.join(left)}): it was stopped without "
+                f"its clean-up (SIGKILL?). Delete them: kubectl delete nodes {' '.join(left)}")
+    return None
