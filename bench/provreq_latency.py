@@ -1,9 +1,12 @@
-"""Fake autoscaler throughput on the kwok backend: N ProvisioningRequests created at once
-(one 8-GPU pod each, so one node each); time from creation to Provisioned=True (median, p95)
-and nodes created per second.  Needs a cluster (`tau-demo cluster up`) and starts its own
-fake-ca with bench/pools-bench.yaml; stop any other fake-ca first.
+"""The fake autoscaler under load: N one-node ProvisioningRequests created at once on a pool of 200
+nodes; from a client-side watch (millisecond timestamps): creation -> Provisioned=True (p50, p95,
+max) and nodes created per second; CPU seconds of the controller per request.  One request per
+loop, loops back to back: the speed must come from loops that read caches and write only what
+they must.  Needs a demo cluster (`tau-demo cluster up`); starts its own fake-ca with
+bench/pools-bench.yaml, so stop any other autoscaler first.  Leaves the cluster as it found it
+(the demo pool table is published again at the end).
 
-    .venv/bin/python bench/provreq_latency.py [--requests 100]
+    .venv/bin/python bench/provreq_latency.py [--requests 100] [--scan-interval 100ms] [--runs 1]
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -22,58 +25,133 @@ from common import median, p95  # noqa: E402
 from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.k8s import heartbeat  # noqa: E402
 from demo.k8s import resources as R  # noqa: E402
-from demo.k8s.client import Kube  # noqa: E402
+from demo.k8s.client import Kube, informer  # noqa: E402
+from demo.k8s.keys import BEST_EFFORT_ATOMIC, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, REAL_CA_LEASE  # noqa: E402
+from demo.k8s.objects import is_true  # noqa: E402
+from demo.paths import POOLS_FILE  # noqa: E402
+from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--requests", type=int, default=100)
-a = ap.parse_args()
-kc = default_kubeconfig()
-k = Kube(kc)
-if heartbeat.alive(k, "fake-ca"):
-    sys.exit("another fake-ca is running; stop it first")
 NS = "bench"
-k.apply(R.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, "bench")
-log = open("/tmp/bench-fake-ca.log", "w")
-ca = subprocess.Popen([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kc, "--pools",
-                       str(Path(__file__).with_name("pools-bench.yaml")), "--booking", "10m"], stdout=log,
-                      stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-try:
-    while "ready" not in Path("/tmp/bench-fake-ca.log").read_text():
-        time.sleep(0.2)
-    tmpl = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "bench-t", "namespace": NS},
-            "template": {"spec": {"nodeSelector": {"agentpool": "benchpool"}, "containers": [
-                {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "8"},
-                                                          "limits": {"nvidia.com/gpu": "8"}}}]}}}
-    k.create(R.POD_TEMPLATE, tmpl, NS)
-    t0 = time.time()
-    for i in range(a.requests):
-        k.create(R.PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-                                "metadata": {"name": f"bench-{i:03d}", "namespace": NS},
-                                "spec": {"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-                                         "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}}, NS)
-    created_all = time.time() - t0
-    lat = {}
-    while len(lat) < a.requests and time.time() - t0 < 600:
+PREFIX = "aks-benchpool-vmss"
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Watch:
+    """Client-side times (time.time(), ms resolution) of what the benchmark waits for."""
+
+    def __init__(self, k: Kube):
+        self.k, self.stop = k, threading.Event()
+        self.provisioned: dict[str, float] = {}
+        self.nodes: dict[str, float] = {}
+        self.synced = [threading.Event(), threading.Event()]
+
+    def _provreqs(self):
+        for typ, pr in informer(self.k, R.PROVREQ, NS, stop=self.stop, timeout_seconds=30):
+            if typ == "SYNCED":
+                self.synced[0].set()
+            elif typ in ("ADDED", "MODIFIED") and is_true(pr, "Provisioned"):
+                self.provisioned.setdefault(pr["metadata"]["name"], time.time())
+
+    def _nodes(self):
+        for typ, n in informer(self.k, R.NODE, stop=self.stop, timeout_seconds=30):
+            if typ == "SYNCED":
+                self.synced[1].set()
+            elif typ == "ADDED" and n["metadata"]["name"].startswith(PREFIX):
+                self.nodes.setdefault(n["metadata"]["name"], time.time())
+
+    def __enter__(self):
+        for f in (self._provreqs, self._nodes):
+            threading.Thread(target=f, daemon=True).start()
+        for e in self.synced:
+            e.wait(30)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+
+def one_run(k: Kube, kc: str, requests: int, scan: str) -> dict:
+    logpath = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-fake-ca.log"
+    with open(logpath, "w") as log:
+        ca = subprocess.Popen([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kc, "--pools",
+                               str(Path(__file__).with_name("pools-bench.yaml")), "--booking", "10m",
+                               "--scan-interval", scan], stdout=log, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        while "caches synced; ready" not in logpath.read_text():
+            if ca.poll() is not None:
+                sys.exit(f"fake-ca exited: {logpath.read_text()[-2000:]}")
+            time.sleep(0.1)
+        cpu0 = cpu_seconds(ca.pid)
+        made: dict[str, float] = {}
+        with Watch(k) as w:
+            t0 = time.time()
+            for i in range(requests):
+                name = f"bench-{i:03d}"
+                k.create(R.PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                                     "metadata": {"name": name, "namespace": NS},
+                                     "spec": {"provisioningClassName": BEST_EFFORT_ATOMIC,
+                                              "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}}, NS)
+                made[name] = time.time()
+            created_all = time.time() - t0
+            deadline = time.time() + 300
+            while len(w.provisioned) < requests and time.time() < deadline:
+                time.sleep(0.05)
+            cpu = cpu_seconds(ca.pid) - cpu0
+            lat = [w.provisioned[n] - made[n] for n in made if n in w.provisioned]
+            times = sorted(w.nodes.values())
+            span = (times[-1] - times[0]) if len(times) > 1 else float("nan")
+        return {"requests": requests, "created_in": created_all, "provisioned": len(lat),
+                "p50": median(lat), "p95": p95(lat), "max": max(lat) if lat else float("nan"),
+                "nodes": len(times), "nodes_per_s": (len(times) - 1) / span if len(times) > 1 else float("nan"),
+                "cpu_per_request": cpu / requests}
+    finally:
+        ca.terminate()
+        ca.wait(15)
         for pr in k.list(R.PROVREQ, NS)[0]:
-            for c in (pr.get("status") or {}).get("conditions") or []:
-                if c["type"] == "Provisioned" and c["status"] == "True":
-                    made = datetime.fromisoformat(pr["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
-                    done = datetime.fromisoformat(c["lastTransitionTime"].replace("Z", "+00:00"))
-                    lat[pr["metadata"]["name"]] = (done - made).total_seconds()
-        time.sleep(0.5)
-    elapsed = time.time() - t0
-    nodes = [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-benchpool")]
-    print(f"requests: {a.requests} created in {created_all:.1f}s; provisioned: {len(lat)}")
-    print(f"creation -> Provisioned=True: median {median(list(lat.values())):.1f}s, "
-          f"p95 {p95(list(lat.values())):.1f}s (condition timestamps, 1s resolution)")
-    print(f"nodes created: {len(nodes)} in {elapsed:.1f}s = {len(nodes) / elapsed:.1f} nodes/s")
-finally:
-    ca.terminate()
-    ca.wait(10)
-    for pr in k.list(R.PROVREQ, NS)[0]:
-        k.delete(R.PROVREQ, pr["metadata"]["name"], NS)
-    k.delete(R.POD_TEMPLATE, "bench-t", NS)
-    for n in k.list(R.NODE)[0]:
-        if n["metadata"]["name"].startswith("aks-benchpool"):
-            k.delete(R.NODE, n["metadata"]["name"])
-    k.delete(R.NAMESPACE, NS)
+            k.delete(R.PROVREQ, pr["metadata"]["name"], NS)
+        for n in k.list(R.NODE)[0]:
+            if n["metadata"]["name"].startswith(PREFIX):
+                k.delete(R.NODE, n["metadata"]["name"])
+        while any(n["metadata"]["name"].startswith(PREFIX) for n in k.list(R.NODE)[0]):
+            time.sleep(0.5)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--scan-interval", action="append", default=None,
+                    help="the fake's --scan-interval (repeatable) [default: 100ms and 1s]")
+    ap.add_argument("--runs", type=int, default=1)
+    a = ap.parse_args()
+    kc = default_kubeconfig()
+    k = Kube(kc)
+    if heartbeat.alive(k, FAKE_CA_LEASE) or heartbeat.alive(k, REAL_CA_LEASE):
+        sys.exit("an autoscaler is running on this cluster; stop it first")
+    k.apply(R.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, "bench")
+    k.apply(R.POD_TEMPLATE, {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "bench-t", "namespace": NS},
+                             "template": {"spec": {"nodeSelector": {"agentpool": "benchpool"}, "containers": [
+                                 {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "8"},
+                                                                           "limits": {"nvidia.com/gpu": "8"}}}]}}},
+            "bench")
+    try:
+        print("| --scan-interval | requests | p50 | p95 | max | nodes/s | CPU s per request |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for scan in a.scan_interval or ["100ms", "1s"]:
+            for _ in range(a.runs):
+                r = one_run(k, kc, a.requests, scan)
+                print(f"| {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | {r['p95']:.2f} s | "
+                      f"{r['max']:.2f} s | {r['nodes_per_s']:.0f} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
+    finally:
+        k.delete(R.POD_TEMPLATE, "bench-t", NS)
+        k.delete(R.NAMESPACE, NS)
+        # leave the cluster as we found it: the demo pools, not the bench pool, in the published table
+        k.apply(R.CONFIG_MAP, pools_to_configmap(load_pools(POOLS_FILE)), field_manager=FAKE_CA_FIELD_MANAGER)
+
+
+if __name__ == "__main__":
+    main()

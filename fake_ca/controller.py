@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -20,7 +21,7 @@ from demo.k8s import heartbeat
 from demo.k8s.client import Kube
 from demo.k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from demo.k8s.hooks import Hooks
-from demo.k8s.keys import (BATCH_ANNOTATION, CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER,
+from demo.k8s.keys import (BATCH_ANNOTATION, CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER,
                            POOL_LABEL, POD_SCHEDULED, UNNEEDED_ANNOTATION)
 from demo.k8s.objects import condition, created_at, deleting, format_time, labels, meta, name_of, spec
 from demo.k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
@@ -59,6 +60,7 @@ class FakeCA:
         self.pods = Store(on_change=self._on_pod)
         self._said: dict[str, str] = {}            # log-once, per request
         self._status: dict | None = None           # the status ConfigMap as last written
+        self._status_written = 0.0
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
@@ -110,14 +112,18 @@ class FakeCA:
         return lifecycle.next_wait(plan, scaled_down, self.opts)
 
     def publish_status(self) -> None:
-        """kube-system/cluster-autoscaler-status, written when something in it changed."""
+        """kube-system/cluster-autoscaler-status, written when something in it changed: at once when a
+        node group's scale-up status did (backoff), else at most once a second (node counts)."""
         now = self.now()
         doc = status.status(self.pools, self.nodes.items(), self.memory.groups, now)
         if doc == self._status:
             return
+        urgent = self._status is None or status.scale_up_states(doc) != status.scale_up_states(self._status)
+        if not urgent and time.monotonic() - self._status_written < 1.0:
+            return
         try:
             self.k.apply(CONFIG_MAP, status.configmap(doc, now), field_manager=FAKE_CA_FIELD_MANAGER)
-            self._status = doc
+            self._status, self._status_written = doc, time.monotonic()
         except (ApiError, Unreachable) as e:
             log.warning("writing the status ConfigMap failed (%s)", e)
 
@@ -294,4 +300,8 @@ class FakeCA:
             if wait > 0:
                 self.wake.wait(wait)
                 self.wake.clear()
+        try:        # like the real autoscaler on SIGTERM: its status ConfigMap goes with it
+            self.k.delete(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
+        except (ApiError, Unreachable):
+            pass
         hb.join(5)

@@ -38,6 +38,11 @@ def status(pools: list[Pool], nodes: list[dict], groups: dict[str, GroupBackoff]
     return {"autoscalerStatus": "Running", "nodeGroups": out}
 
 
+def scale_up_states(doc: dict) -> list:
+    """The part of a status document that must be published at once when it changes."""
+    return [(g.get("name"), g.get("scaleUp")) for g in doc.get("nodeGroups") or []]
+
+
 def configmap(doc: dict, now: datetime) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": CA_STATUS[1], "namespace": CA_STATUS[0]},

@@ -10,6 +10,8 @@ import click
 from scenarios import runner, soak
 from scenarios.controllers import ensure_controller, stop_started
 
+from ..cluster import backends
+from ..cluster.state import State
 from ..k8s.keys import FAKE_CA_LEASE
 from .options import CONTEXT_SETTINGS, kube_options
 
@@ -76,18 +78,29 @@ def race_group():
 @race_group.command("soak")
 @click.option("--runs", type=click.IntRange(1, 1000), default=30, show_default=True)
 @click.option("--seed", type=int, default=None)
+@click.option("--faults", is_flag=True, help="kill controllers, Kueue and the kube-apiserver at random moments")
 @kube_options()
-def soak_cmd(runs, seed, kube_client, kubeconfig):
+def soak_cmd(runs, seed, faults, kube_client, kubeconfig):
     """Repeat random interleavings of admission and deadline and check the invariants after each:
     the owner is marked exactly when the Workload carries a committed timeout; no admitted Job is
     ever marked or deleted; cleanup deletes only committed timeouts; no pods of a timed-out Job
-    keep running; nothing is left behind.  Exit 1 on any violation."""
+    keep running; nothing is left behind.  With --faults, about 40% of the runs also get one fault
+    at a random moment: the deadline controller or the fake autoscaler killed with SIGKILL and
+    restarted, Kueue or the kube-apiserver killed and restarted (the demo cluster's).  Exit 1 on any
+    violation or undecided run."""
     ctx = _context(kubeconfig, kube_client.context, True)
+    st = State.load()
+    if faults and (st is None or kubeconfig != st.kubeconfig):
+        raise click.ClickException("--faults restarts Kueue and the kube-apiserver of the demo cluster: run it "
+                                   "against the cluster `tau-demo cluster up` made")
     try:
-        ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
-        results = soak.soak(ctx, runs, seed)
+        fake = ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+        if faults and fake is None:
+            raise click.ClickException("--faults kills the fake autoscaler it started; stop the one that runs")
+        restart = (lambda component: backends.get(st.backend).restart(st.name, component)) if faults else None
+        results = soak.soak(ctx, runs, seed, faults=faults, restart=restart, fake_ca=fake)
     finally:
         stop_started(ctx)
     click.echo(soak.soak_table(results))
-    if any(r.violations for r in results):
+    if any(r.violations or r.outcome == "?" for r in results):
         sys.exit(1)

@@ -1,6 +1,8 @@
 """The one interface both cluster backends implement, and how `auto` picks one.
 
     check(name, options)            cheap checks before anything is built or created (ports, Docker)
+    restart(name, component)        kill one component (kueue, kube-apiserver) with SIGKILL and start it
+                                    again: fault injection for soaks and tests
     up(name, options)  -> State     create or repair (idempotent)
     down(name)         -> bool      stop everything, remove state; False if there was nothing
     status(name)       -> rows      (component, ok, detail) per process
@@ -17,6 +19,7 @@ from typing import Protocol
 from .state import State
 
 BACKEND_NAMES = ("kwok", "kind")
+RESTARTABLE = ("kueue", "kube-apiserver")
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class Backend(Protocol):
     def down(self, name: str) -> bool: ...
 
     def status(self, name: str) -> list[tuple[str, bool, str]]: ...
+
+    def restart(self, name: str, component: str) -> None: ...
 
 
 def docker_answers() -> bool:

@@ -117,5 +117,23 @@ class KindBackend:
             return [("cluster", False, f"no cluster {name}")]
         return [("kind", name in _kind("get", "clusters", check=False).stdout.split(), f"kind cluster {name}")]
 
+    def restart(self, name: str, component: str) -> None:
+        st = State.load(name)
+        if st is None:
+            raise ClusterError(f"no cluster {name}")
+        if component == "kube-apiserver":      # the static pod's container: the kubelet starts it again
+            node = f"{name}-control-plane"
+            subprocess.run(["docker", "exec", node, "sh", "-c",
+                            "crictl ps --name kube-apiserver -q | xargs -r crictl stop --timeout 0"],
+                           capture_output=True, timeout=60, check=False)
+            install.wait_apiserver(Kube(st.kubeconfig), 120)
+            return
+        if component != "kueue":
+            raise ClusterError(f"the kind backend cannot restart {component!r}")
+        kubectl(st.kubeconfig, "-n", KUEUE_NAMESPACE, "delete", "pod", "-l", "control-plane=controller-manager",
+                "--grace-period=0", "--force")
+        kubectl(st.kubeconfig, "-n", KUEUE_NAMESPACE, "rollout", "status", "deploy/kueue-controller-manager",
+                "--timeout=5m")
+
 
 BACKEND = KindBackend()

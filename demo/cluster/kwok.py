@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import urllib.request
@@ -224,6 +225,36 @@ def _status(name: str) -> list[tuple[str, bool, str]]:
     return rows
 
 
+def restart_process(st: State, component: str, timeout: float = 60) -> None:
+    """SIGKILL a control-plane process kwokctl started, then start it again exactly as it was (its argv,
+    working directory and environment, read from /proc), appending to its log; kwokctl's pid file is
+    updated so that `cluster down` still finds it."""
+    pidfile = kwok_cluster_dir(st) / "pids" / f"{component}.pid"
+    pid = procs.read_plain_pid(pidfile)
+    if pid is None:
+        raise ClusterError(f"{component} of cluster {st.name} is not running")
+    proc = Path(f"/proc/{pid}")
+    argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+    cwd = os.readlink(proc / "cwd")
+    env = dict(e.decode().split("=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while procs.read_plain_pid(pidfile) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    logfile = kwok_cluster_dir(st) / "logs" / f"{component}.log"
+    with open(logfile, "ab") as log:
+        new = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    pidfile.write_text(f"{new.pid}\n")
+    if component == "kube-apiserver":
+        install.wait_apiserver(Kube(st.kubeconfig), timeout)
+
+
+def restart_kueue(st: State) -> None:
+    procs.stop(kueue_pidfile(st), timeout=0, sig=signal.SIGKILL)
+    start_kueue(st, kueue_plan(st))
+
+
 class KwokBackend:
     """kwokctl --runtime binary control plane; Kueue v0.19.2 as a host process."""
     name = "kwok"
@@ -247,6 +278,17 @@ class KwokBackend:
 
     def status(self, name: str) -> list[tuple[str, bool, str]]:
         return _status(name)
+
+    def restart(self, name: str, component: str) -> None:
+        st = State.load(name)
+        if st is None:
+            raise ClusterError(f"no cluster {name}")
+        if component == "kueue":
+            restart_kueue(st)
+        elif component == "kube-apiserver":
+            restart_process(st, component)
+        else:
+            raise ClusterError(f"cannot restart {component!r}")
 
 
 BACKEND = KwokBackend()

@@ -124,7 +124,6 @@ KWOK_PROVIDER_TEMPLATES = "kwok-provider-templates"                  # ConfigMap
 KWOK_PROVIDER_TEMPLATES_KEY = "templates"                            # the only key the provider reads
 KWOK_MIN_COUNT_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/min-count"    # on a template Node
 KWOK_MAX_COUNT_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/max-count"
-CA_STATUS_CONFIGMAP = "cluster-autoscaler-status"                    # written every loop, deleted on SIGTERM
 CA_MAIN_LOOP_METRIC = 'cluster_autoscaler_last_activity{activity="mainSuccessful"}'   # after each good loop
 ARCH_LABEL = "kubernetes.io/arch"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"                     # added to every new Node until it is Ready

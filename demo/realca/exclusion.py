@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 
 from demo.k8s import heartbeat
 from demo.k8s.client import Kube
-from demo.k8s.keys import (CA_STATUS_CONFIGMAP, FAKE_CA_LEASE, MANAGED_LABEL, POOL_LABEL, REAL_CA_LEASE,
-                           REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
+from demo.k8s.keys import (CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MANAGED_LABEL, POOL_LABEL,
+                           REAL_CA_LEASE, SYSTEM_NAMESPACE)
 from demo.k8s.objects import deleting, labels, meta, name, parse_time
 from demo.k8s.resources import CONFIG_MAP, NODE
 
@@ -35,8 +35,12 @@ def real_nodes(nodes: list[dict]) -> list[str]:
 
 
 def status_age(cm: dict | None, now: datetime) -> float | None:
-    """Seconds since the real CA last wrote its status ConfigMap (from managedFields), None if unknown."""
-    times = [parse_time(f.get("time")) for f in meta(cm).get("managedFields") or [] if isinstance(f, dict)]
+    """Seconds since the real CA last wrote its status ConfigMap (from managedFields), None if unknown.
+    The fake writes the same ConfigMap (as field manager fake-ca): its writes do not count."""
+    fields = [f for f in meta(cm).get("managedFields") or [] if isinstance(f, dict)]
+    if fields and all(f.get("manager") == FAKE_CA_FIELD_MANAGER for f in fields):
+        return None
+    times = [parse_time(f.get("time")) for f in fields if f.get("manager") != FAKE_CA_FIELD_MANAGER]
     times = [t for t in times if t is not None] or [parse_time(meta(cm).get("creationTimestamp"))]
     latest = max((t for t in times if t is not None), default=None)
     return (now - latest).total_seconds() if latest else None
@@ -57,11 +61,11 @@ def real_running(k: Kube, now: datetime | None = None) -> str | None:
     if heartbeat.alive(k, REAL_CA_LEASE):
         return (f"the real Cluster Autoscaler is running (`tau-demo real-ca`, heartbeat Lease "
                 f"{SYSTEM_NAMESPACE}/{REAL_CA_LEASE}); stop it first")
-    cm = k.get_or_none(CONFIG_MAP, CA_STATUS_CONFIGMAP, REAL_CA_NAMESPACE)
+    cm = k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
     if cm is not None:
         age = status_age(cm, now or datetime.now(timezone.utc))
         if age is not None and age < STATUS_FRESH_SECONDS:
-            return (f"a real Cluster Autoscaler is running: it updated {REAL_CA_NAMESPACE}/{CA_STATUS_CONFIGMAP} "
+            return (f"a real Cluster Autoscaler is running: it updated {CA_STATUS[0]}/{CA_STATUS[1]} "
                     f"{age:.0f}s ago; stop it first")
     left = real_nodes(k.list(NODE)[0])
     if left:

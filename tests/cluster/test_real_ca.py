@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from demo.k8s import heartbeat
-from demo.k8s.keys import (CA_STATUS_CONFIGMAP, FAKE_CA_LEASE, POOL_TABLE, REAL_CA_LEASE, REAL_CA_NAMESPACE)
+from demo.k8s.keys import CA_STATUS, FAKE_CA_LEASE, POOL_TABLE, REAL_CA_LEASE
 from demo.k8s.resources import CONFIG_MAP, NODE, PROVREQ
 from demo.paths import POOLS_FILE, REPO
 from demo.realca import exclusion
@@ -84,4 +84,4 @@ def test_real_ca_success_probe_and_clean_stop(quiet_ctx, kubeconfig):
     quiet_ctx.started.remove(ctl)
     assert not heartbeat.alive(k, REAL_CA_LEASE)
     wait_for(lambda: not exclusion.real_nodes(k.list(NODE)[0]), 15, what="no node of the real CA")
-    assert k.get_or_none(CONFIG_MAP, CA_STATUS_CONFIGMAP, REAL_CA_NAMESPACE) is None
+    assert k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]) is None

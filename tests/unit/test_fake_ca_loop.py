@@ -394,6 +394,8 @@ def test_status_configmap_reports_backoff_and_scale_up_in_progress():
     assert status.status(POOLS, [], {}, at(61))["nodeGroups"][0]["scaleUp"] == {"status": "NoActivity"}
     assert status.group_backoff({"data": {"status": "{unclosed"}}, "gpupool") is None
     assert yaml.safe_load(cm["data"]["status"])["time"] == ts(1)
+    assert status.scale_up_states(doc) == [("gpupool", g["scaleUp"])]
+    assert status.scale_up_states(doc) != status.scale_up_states(later)
 
 
 def test_params_parse():

@@ -180,6 +180,8 @@ def test_status_age_from_managed_fields():
                        "managedFields": [{"time": "2026-01-01T00:00:30Z"}, {"time": "2026-01-01T00:00:50Z"}]}}
     assert exclusion.status_age(cm, now) == 10
     assert exclusion.status_age({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}, now) == 60
+    fake_only = {"metadata": {"managedFields": [{"manager": "fake-ca", "time": "2026-01-01T00:00:55Z"}]}}
+    assert exclusion.status_age(fake_only, now) is None, "the fake writes the same ConfigMap; that is no real CA"
     assert exclusion.status_age({}, now) is None
     assert exclusion.status_age(cm, now + timedelta(minutes=5)) > exclusion.STATUS_FRESH_SECONDS
 

@@ -1,0 +1,86 @@
+"""Faults of the platform itself: the kube-apiserver killed (SIGKILL) and started again in the middle of
+a scale-up and in the middle of a deadline decision, and Kueue killed and started again while a request
+is pending.  The controllers resume from their informers' relist; no node is duplicated or leaked; the
+deadline protocol's invariants hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from demo.cluster import backends
+from demo.deadline import protocol as dl
+from demo.k8s import hooks
+from demo.k8s import resources as R
+from demo.k8s.keys import PROVREQ_UID_ANNOTATION
+from demo.k8s.objects import is_true
+from scenarios import race
+from scenarios.recorder import Recorder
+from tests.cluster.conftest import BACKEND, HOOK_DIR, NAME, wait_for
+
+NS = "demo"
+
+
+def restart(component: str) -> None:
+    backends.get(BACKEND).restart(NAME, component)
+
+
+def pool_nodes(k) -> list[dict]:
+    return [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
+            and not n["metadata"].get("deletionTimestamp")]
+
+
+def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, unique):
+    own_fake_ca("--hook-dir", str(HOOK_DIR), "--initial-backoff", "1s", "--initial-node-group-backoff", "2s")
+    name = f"job-fault-{unique}"
+    # out of stock for 3s: the first attempt is refused, so the pause point is armed before the scale-up
+    clean.submit(name, "2x8", duration="3s", provreq={"fakeCAStockout": "3", "fakeCABootSeconds": "0"})
+    pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
+    key = f"{NS}/{pr['metadata']['name']}"
+    hooks.arm(HOOK_DIR, "node-created", key)
+    info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
+    assert info["of"] == 2
+    restart("kube-apiserver")                     # while the fake is parked between its node creates
+    hooks.release(HOOK_DIR, "node-created", key)
+    wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 120, what="the Job to complete")
+    mine = [n for n in pool_nodes(k)
+            if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
+    assert len(pool_nodes(k)) == 2 and len(mine) == 2, "exactly the gang's two nodes: none duplicated or leaked"
+    clean.delete_job(name)
+
+
+def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
+    hook_dir = Path(HOOK_DIR) / "deadline"
+    ctl = race.race_controller(clean, "race-committed", "committed", hook_dir)
+    name = clean.new_name("job-fault")
+    key = f"{NS}/{name}"
+    hooks.arm(hook_dir, "before-commit", key)
+    try:
+        with Recorder(clean, name, None, interval=0.2) as rec:
+            clean.submit(name, "2x8", deadline=f"{race.DEADLINE}s", provreq={"fakeCAStockout": "true"},
+                         annotations={race.CLASS_ANNOTATION: "race-committed"})
+            hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
+            restart("kube-apiserver")             # the controller holds a read made before the restart
+            hooks.release(hook_dir, "before-commit", key)
+            wait_for(lambda: rec.job_uid and k.get_or_none(R.JOB, name, NS) is None, 120,
+                     what="commit, mirror, cleanup after the restart")
+        wls = [s.workload for _, s in rec.samples if s.workload]
+        jobs = [s.job for _, s in rec.samples if s.job]
+        assert any(dl.committed_timeout(w) for w in wls), "the timeout was committed on the Workload"
+        assert not any(is_true(w, "Admitted") for w in wls), "never admitted"
+        assert any(dl.mirrored(j) for j in jobs), "mirrored before cleanup"
+        assert not any(j["spec"].get("suspend") is False for j in jobs), "never unsuspended"
+    finally:
+        ctl.stop()
+
+
+def test_kueue_killed_while_a_request_is_pending(clean, k):
+    name = clean.new_name("job-fault")
+    with Recorder(clean, name, None, interval=0.2) as rec:
+        clean.submit(name, "1x8", duration="3s", provreq={"fakeCAStockout": "12", "fakeCABootSeconds": "0"})
+        wait_for(lambda: any((p.get("status") or {}).get("conditions") for _, s in rec.samples for p in s.provreqs),
+                 60, what="the request to be pending (CapacityIsNotFound)")
+        restart("kueue")
+        wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 120,
+                 what="the Job to be admitted once capacity is back, and to complete")
+    assert rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted"))
+    clean.delete_job(name)
