@@ -11,11 +11,13 @@ counting the consume annotation under its current and its deprecated key.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from demo.k8s.keys import (BOOKING_EXPIRED, CAPACITY_REVOKED, CONSUME_PROVREQ_ANNOTATION,
                            CONSUME_PROVREQ_ANNOTATION_OLD, FAILED, PROVISIONED)
 from demo.k8s.objects import annotations, deleting, is_true, meta, spec
 
-from .request import SUPPORTED_CLASSES, PodSet, RequestError, request_from_objects
+from .request import SUPPORTED_CLASSES, PodSet, Request, RequestError, request_from_objects
 
 
 def books(provreq: dict) -> bool:
@@ -25,17 +27,20 @@ def books(provreq: dict) -> bool:
             and not is_true(provreq, BOOKING_EXPIRED) and not is_true(provreq, CAPACITY_REVOKED))
 
 
-def booked_pods(provreqs: list[dict], templates: dict[tuple[str, str], dict], exclude_uid: str = "") -> list[PodSet]:
+def booked_pods(provreqs: list[dict], templates: dict[tuple[str, str], dict], exclude_uid: str = "",
+                parse: Callable[[dict, dict[str, dict]], Request] = request_from_objects) -> list[PodSet]:
     """The pods whose capacity other requests may not use: every booking request's pods, in order.
-    A request whose PodTemplates are gone books nothing (the real autoscaler logs and skips it)."""
+    A request whose PodTemplates are gone books nothing (the real autoscaler logs and skips it).
+    `parse` may memoize request_from_objects (the controller's does, by object versions)."""
     out: list[PodSet] = []
+    by_ns: dict[str, dict[str, dict]] = {}
+    for (tns, name), t in templates.items():
+        by_ns.setdefault(tns, {})[name] = t
     for pr in provreqs:
         if meta(pr).get("uid") == exclude_uid or not books(pr):
             continue
-        ns = meta(pr).get("namespace") or "default"
-        mine = {name: t for (tns, name), t in templates.items() if tns == ns}
         try:
-            out += request_from_objects(pr, mine).expand()
+            out += parse(pr, by_ns.get(meta(pr).get("namespace") or "default", {})).expand()
         except RequestError:
             continue
     return out

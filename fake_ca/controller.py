@@ -29,6 +29,7 @@ from demo.k8s.runtime import Store, start_store
 
 from . import lifecycle, scaledown, status
 from .pools import Pool, node_manifest, pools_to_configmap
+from .request import Request, request_from_objects
 
 log = logging.getLogger("fake-ca")
 
@@ -61,6 +62,7 @@ class FakeCA:
         self._said: dict[str, str] = {}            # log-once, per request
         self._status: dict | None = None           # the status ConfigMap as last written
         self._status_written = 0.0
+        self._parsed: dict[str, tuple[tuple, Request]] = {}
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
@@ -89,7 +91,25 @@ class FakeCA:
 
     def cluster(self) -> lifecycle.Cluster:
         templates = {(meta(t).get("namespace"), meta(t).get("name")): t for t in self.templates.items()}
-        return lifecycle.Cluster(self.provreqs.items(), templates, self.nodes.items(), self.pods.items())
+        return lifecycle.Cluster(self.provreqs.items(), templates, self.nodes.items(), self.pods.items(),
+                                 parse=self._parse)
+
+    def _parse(self, pr: dict, templates: dict[str, dict]) -> Request:
+        """request_from_objects, remembered per request UID for as long as neither the request nor its
+        PodTemplates change (booking re-reads every booked request every loop)."""
+        refs = tuple(sorted(str(((ps or {}).get("podTemplateRef") or {}).get("name")) for ps in
+                            spec(pr).get("podSets") or [] if isinstance(ps, dict)))
+        version = (meta(pr).get("resourceVersion"),
+                   tuple((r, meta(templates.get(r)).get("resourceVersion")) for r in refs))
+        uid = meta(pr).get("uid", "")
+        hit = self._parsed.get(uid)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        req = request_from_objects(pr, templates)
+        if len(self._parsed) > 10000:
+            self._parsed.clear()
+        self._parsed[uid] = (version, req)
+        return req
 
     # ------------------------------------------------------------------ one loop
     def run_once(self) -> float:
@@ -224,8 +244,11 @@ class FakeCA:
             self.hooks.reach("node-created", key, node=name, index=index, of=up.count)
 
         log.info("provreq %s: creating %s", key, ", ".join(names))
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, up.count)) as pool_:
-            list(pool_.map(make, names, up.domains))
+        if up.count == 1:
+            make(names[0], up.domains[0])
+        else:
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, up.count)) as pool_:
+                list(pool_.map(make, names, up.domains))
         if not errors:
             return sorted(created)
         log.warning("provreq %s: %d of %d node creates failed (%s); deleting %s so the scale-up stays atomic",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable
 
 from demo.k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CAPACITY_REVOKED,
                            CHECK_CAPACITY, DOMAIN_DETAIL, FAILED, PROVISIONED, PROVREQ_UID_ANNOTATION)
@@ -35,7 +36,7 @@ from . import conditions as C
 from . import params as P
 from .planner import Verdict, plan
 from .pools import Pool
-from .request import SUPPORTED_CLASSES, RequestError, request_from_objects
+from .request import SUPPORTED_CLASSES, Request, RequestError, request_from_objects
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Cluster:
     templates: dict[tuple[str, str], dict]       # (namespace, name) -> PodTemplate
     nodes: list[dict]
     pods: list[dict]
+    parse: Callable[[dict, dict[str, dict]], Request] = request_from_objects   # may memoize
 
 
 @dataclass(frozen=True)
@@ -318,7 +320,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
         return pick
 
     snapshot = vm.snapshot_nodes(nodes)
-    booked = booking.booked_pods(cluster.provreqs, cluster.templates, exclude_uid=uid)
+    booked = booking.booked_pods(cluster.provreqs, cluster.templates, exclude_uid=uid, parse=cluster.parse)
     backed = {pool: f"node group {pool} is backed off after a failed scale-up ({g.reason}) until "
                     f"{g.until.strftime('%H:%M:%S')}"
               for pool, g in memory.groups.items() if backoff.backed_off(g, now)}

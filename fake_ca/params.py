@@ -10,6 +10,7 @@ spec.parameters.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from demo.k8s.keys import (NEVER_BOOTS, PARAM_BOOT_SECONDS, PARAM_HONOR_VALID_UNTIL, PARAM_NO_RETRY,
                            PARAM_REVOKE_AFTER, PARAM_STOCKOUT, PARAM_VALID_UNTIL)
@@ -58,6 +59,18 @@ def parse(provreq: dict) -> Params:
     """The request's parameters.  BadParameter for an unusable fakeCA* value."""
     raw = spec(provreq).get("parameters") or {}
     params = raw if isinstance(raw, dict) else {}
+    try:
+        return _parse(tuple(sorted((str(k), str(v)) for k, v in params.items())))
+    except TypeError:            # unhashable values: parse without the cache
+        return _parse_dict(params)
+
+
+@lru_cache(maxsize=4096)
+def _parse(items: tuple[tuple[str, str], ...]) -> Params:
+    return _parse_dict(dict(items))
+
+
+def _parse_dict(params: dict) -> Params:
     stockout_raw = params.get(PARAM_STOCKOUT)
     if stockout_raw is None or str(stockout_raw).strip().lower() == "false":
         stockout = None

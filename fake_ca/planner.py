@@ -277,19 +277,34 @@ def _not_found(reason: str) -> Verdict:
     return Verdict(fits=False, status_reason=R_NOT_FOUND, reason=reason)
 
 
+def _shape(ps: PodSet) -> tuple:
+    """Pods of one shape fit the same nodes: same requests, selector, tolerations and affinity."""
+    return (tuple(sorted(ps.requests.items())), tuple(sorted(ps.node_selector.items())),
+            repr(ps.tolerations), repr(ps.required_terms))
+
+
 def reserve(booked: list[PodSet], candidates: list[dict], free: dict[str, dict[str, int]]) -> int:
     """Place booked pods first-fit on the candidates and take their capacity out of `free` (in place),
     like the real autoscaler's bookCapacity (TrySchedulePods without breaking on failure): a pod
-    that fits nowhere is skipped.  Returns how many were placed."""
+    that fits nowhere is skipped.  Returns how many were placed.
+
+    Capacity only shrinks while booking, so a pod of a shape already placed starts its search at the
+    node where the last pod of that shape went: first fit all the same, in linear time."""
     placed = 0
+    start: dict[tuple, int] = {}
+    names = [obj_name(n) for n in candidates]
     for ps in booked:
         need = demand_of(ps)
-        for node in candidates:
-            n = obj_name(node)
-            if selector_mismatch(ps, node) is None and shortfall(need, free[n]) is None:
+        shape = _shape(ps)
+        i = start.get(shape, 0)
+        while i < len(candidates):
+            n = names[i]
+            if selector_mismatch(ps, candidates[i]) is None and shortfall(need, free[n]) is None:
                 subtract(free[n], need)
                 placed += 1
                 break
+            i += 1
+        start[shape] = i
     return placed
 
 
