@@ -259,9 +259,11 @@ class FakeCA:
 
     def _delete_node(self, name: str) -> None:
         try:
-            self.k.delete(NODE, name)
+            self.k.delete(NODE, name)          # False (already gone) is as good as deleted
         except (ApiError, Unreachable) as e:
             log.warning("deleting node %s failed (%s); the next loop tries again", name, e)
+            return
+        self.nodes.discard(name)
 
     # ------------------------------------------------------------------ scale-down
     def scale_down(self) -> bool:

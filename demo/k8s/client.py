@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import urllib3
 from kubernetes import client, config
 
-from .errors import Gone, NotFound, Unreachable, from_response
+from .errors import ApiError, Gone, NotFound, Unreachable, from_response
 from .objects import Obj
 from .resources import Resource
 
@@ -165,7 +165,8 @@ def informer(kube: Kube, res: Resource, namespace: str | None = None, label_sele
              stop=None, timeout_seconds: int = 60, retry_delay: float = 1.0) -> Iterator[tuple[str, Obj]]:
     """List, then watch forever: yields ("SYNC", obj) for every object after each (re)list, then
     ADDED/MODIFIED/DELETED events.  Resumes from the last resourceVersion after a normal close;
-    relists after 410 Gone; retries with backoff while the apiserver is unreachable.
+    relists after 410 Gone; retries with backoff while the apiserver is unreachable or refuses
+    (a restarted apiserver answers 403 until its authorizer has caught up, 500/503 while it starts).
     `stop` is an optional threading.Event."""
     rv = None
     delay = retry_delay
@@ -186,8 +187,8 @@ def informer(kube: Kube, res: Resource, namespace: str | None = None, label_sele
         except Gone:
             log.info("watch %s: resourceVersion %s expired (410 Gone); relisting", res.plural, rv)
             rv = None
-        except Unreachable as e:
-            log.warning("%s; retrying in %.0fs", e, delay)
+        except (Unreachable, ApiError) as e:
+            log.warning("list/watch %s: %s; retrying in %.0fs", res.plural, e, delay)
             rv = None
             if stop:
                 stop.wait(delay)

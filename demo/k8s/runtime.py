@@ -139,6 +139,11 @@ class Store:
         with self._lock:
             self._keep_newer(obj)
 
+    def discard(self, key: str) -> None:
+        """Our own delete went through: do not wait for the watch to forget the object."""
+        with self._lock:
+            self._items.pop(key, None)
+
     def items(self) -> list[dict]:
         with self._lock:
             return list(self._items.values())

@@ -24,6 +24,10 @@ def restart(component: str) -> None:
     backends.get(BACKEND).restart(NAME, component)
 
 
+def fake_ca_log(ctx) -> str:
+    return next(c for c in ctx.started if c.lease == "fake-ca").log_text()
+
+
 def pool_nodes(k) -> list[dict]:
     return [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
             and not n["metadata"].get("deletionTimestamp")]
@@ -41,11 +45,14 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
     assert info["of"] == 2
     restart("kube-apiserver")                     # while the fake is parked between its node creates
     hooks.release(HOOK_DIR, "node-created", key)
-    wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 120, what="the Job to complete")
+    wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
+             what="Provisioned=True once the apiserver is back")
     mine = [n for n in pool_nodes(k)
             if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
-    assert len(pool_nodes(k)) == 2 and len(mine) == 2, "exactly the gang's two nodes: none duplicated or leaked"
+    assert len(mine) == 2 and len(pool_nodes(k)) == 2, "exactly the gang's two nodes: none duplicated"
+    assert "list/watch" in fake_ca_log(clean), "the fake's informers saw the apiserver go and relisted"
     clean.delete_job(name)
+    wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
 
 
 def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):

@@ -78,3 +78,29 @@ def test_accessors_read_plain_objects():
 def test_malformed_objects_read_as_empty(obj):
     assert meta(obj) == {} and labels(obj) == {} and annotations(obj) == {}
     assert condition(obj, "Admitted") is None and not is_true(obj, "Admitted") and not deleting(obj)
+
+
+def _obj(name: str, rv: str, uid: str = "u") -> dict:
+    return {"metadata": {"name": name, "namespace": "demo", "resourceVersion": rv, "uid": uid}}
+
+
+def test_a_store_is_replaced_whole_after_a_relist_and_keeps_the_newest_version():
+    from demo.k8s.runtime import Store
+    changes = []
+    s = Store(on_change=lambda typ, o: changes.append((typ, o["metadata"]["name"])))
+    for typ, o in [("SYNC", _obj("a", "1")), ("SYNC", _obj("b", "2")), ("SYNCED", {})]:
+        s.handle(typ, o)
+    assert s.synced.is_set() and sorted(o["metadata"]["name"] for o in s.items()) == ["a", "b"]
+    s.put(_obj("a", "5"))                                 # our own write, newer than the watch so far
+    s.handle("MODIFIED", _obj("a", "3"))                  # an older event arrives late: ignored
+    assert s.get("demo/a")["metadata"]["resourceVersion"] == "5"
+    s.handle("MODIFIED", _obj("a", "4", uid="other"))     # a new incarnation replaces the old one
+    assert s.get("demo/a")["metadata"]["uid"] == "other"
+    s.handle("DELETED", _obj("b", "6"))
+    assert s.get("demo/b") is None
+    # b vanished while the watch was down: the relist must not keep it; a appears again
+    for typ, o in [("SYNC", _obj("c", "9")), ("SYNCED", {})]:
+        s.handle(typ, o)
+    assert [o["metadata"]["name"] for o in s.items()] == ["c"]
+    s.discard("demo/c")
+    assert s.items() == [] and changes == [("MODIFIED", "a"), ("MODIFIED", "a"), ("DELETED", "b")]
