@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 
 from demo.k8s import heartbeat
 from demo.k8s.client import Kube
-from demo.k8s.keys import (CA_STATUS_CONFIGMAP, FAKE_CA_LEASE, MANAGED_LABEL, POOL_LABEL, REAL_CA_LEASE,
-                           REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
+from demo.k8s.keys import (CA_STATUS_CONFIGMAP, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MANAGED_LABEL, POOL_LABEL,
+                           REAL_CA_LEASE, REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
 from demo.k8s.objects import deleting, labels, meta, name, parse_time
 from demo.k8s.resources import CONFIG_MAP, NODE
 
@@ -35,8 +35,14 @@ def real_nodes(nodes: list[dict]) -> list[str]:
 
 
 def status_age(cm: dict | None, now: datetime) -> float | None:
-    """Seconds since the real CA last wrote its status ConfigMap (from managedFields), None if unknown."""
-    times = [parse_time(f.get("time")) for f in meta(cm).get("managedFields") or [] if isinstance(f, dict)]
+    """Seconds since the real CA last wrote its status ConfigMap (from managedFields), None if unknown.
+    The fake writes the same ConfigMap (field manager fake-ca): its writes are not a real CA's, so a
+    ConfigMap only the fake wrote (e.g. just before it stopped) gives None."""
+    fields = [f for f in meta(cm).get("managedFields") or [] if isinstance(f, dict)]
+    others = [f for f in fields if f.get("manager") != FAKE_CA_FIELD_MANAGER]
+    if fields and not others:
+        return None
+    times = [parse_time(f.get("time")) for f in others]
     times = [t for t in times if t is not None] or [parse_time(meta(cm).get("creationTimestamp"))]
     latest = max((t for t in times if t is not None), default=None)
     return (now - latest).total_seconds() if latest else None
