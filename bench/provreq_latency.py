@@ -26,13 +26,40 @@ from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.k8s import heartbeat  # noqa: E402
 from demo.k8s import resources as R  # noqa: E402
 from demo.k8s.client import Kube, informer  # noqa: E402
-from demo.k8s.keys import BEST_EFFORT_ATOMIC, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, REAL_CA_LEASE  # noqa: E402
+from demo.k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE,  # noqa: E402
+                           REAL_CA_LEASE)
 from demo.k8s.objects import is_true  # noqa: E402
 from demo.paths import POOLS_FILE  # noqa: E402
 from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
 
 NS = "bench"
 PREFIX = "aks-benchpool-vmss"
+
+
+def table_to_restore(before: dict | None) -> dict:
+    """The pool table to put back after the run (pure): the one found before it, or the demo's
+    (manifests/node-pools.yaml) when there was none.  A table left by the bench's fake-ca would make
+    preflight plan against benchpool."""
+    table = pools_to_configmap(load_pools(POOLS_FILE))
+    if before is not None:
+        table["data"] = dict(before.get("data") or {})
+    return table
+
+
+def restore_pool_table(k: Kube, before: dict | None) -> None:
+    k.apply(R.CONFIG_MAP, table_to_restore(before), field_manager=FAKE_CA_FIELD_MANAGER)
+    print(f"pool table {POOL_TABLE[0]}/{POOL_TABLE[1]} restored "
+          f"({'as found' if before is not None else 'from ' + POOLS_FILE.name})")
+
+
+def restore_status(k: Kube, before: dict | None) -> None:
+    """The autoscaler status ConfigMap its fake-ca wrote (benchpool's node group): as found, or gone."""
+    if before is None:
+        k.delete(R.CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
+        return
+    k.apply(R.CONFIG_MAP, {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": CA_STATUS[1], "namespace": CA_STATUS[0]},
+                           "data": dict(before.get("data") or {})}, field_manager=FAKE_CA_FIELD_MANAGER)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -132,6 +159,8 @@ def main() -> None:
     k = Kube(kc)
     if heartbeat.alive(k, FAKE_CA_LEASE) or heartbeat.alive(k, REAL_CA_LEASE):
         sys.exit("an autoscaler is running on this cluster; stop it first")
+    table_before = k.get_or_none(R.CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
+    status_before = k.get_or_none(R.CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
     k.apply(R.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, "bench")
     k.apply(R.POD_TEMPLATE, {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "bench-t", "namespace": NS},
                              "template": {"spec": {"nodeSelector": {"agentpool": "benchpool"}, "containers": [
@@ -149,8 +178,9 @@ def main() -> None:
     finally:
         k.delete(R.POD_TEMPLATE, "bench-t", NS)
         k.delete(R.NAMESPACE, NS)
-        # leave the cluster as we found it: the demo pools, not the bench pool, in the published table
-        k.apply(R.CONFIG_MAP, pools_to_configmap(load_pools(POOLS_FILE)), field_manager=FAKE_CA_FIELD_MANAGER)
+        # leave the cluster as we found it: not the bench pool in the published table
+        restore_pool_table(k, table_before)
+        restore_status(k, status_before)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ def deadline_cmd(kube_client, kubeconfig, namespace, protocol, cleanup_ttl, resy
     """
     try:
         k = kube_client.connect()
+        k.raw("/version")          # answer now, not with "caches synced" after a minute of retries
     except Unreachable as e:
-        raise click.ClickException(str(e))
+        raise click.ClickException(f"cannot reach the cluster: {e}")
     ctl = DeadlineController(k, namespace, protocol, cleanup_ttl, resync, Hooks(hook_dir), instance=instance)
     run_controller(ctl, "deadline controller")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import signal
 import sys
 import threading
@@ -35,6 +36,24 @@ def duration_text(ctx, param, value):
     """click callback: validate a duration but keep its text (it is written into an annotation)."""
     if value is not None:
         duration(ctx, param, value)
+    return value
+
+
+def deadline_text(ctx, param, value):
+    """click callback: an admission deadline, a positive duration counted from submission (text kept)."""
+    if value is None:
+        return None
+    t = value.strip()
+    if t.startswith("-"):
+        raise click.BadParameter(f"{value!r} is negative: a deadline in the past would time the job out before "
+                                 "it is submitted; give a positive duration such as 90s")
+    if re.fullmatch(r"\d{4}-\d\d-\d\d([T ].*)?", t):
+        raise click.BadParameter(f"{value!r} is a time; the admission deadline is a duration counted from "
+                                 "submission, such as 90s or 5m")
+    seconds = duration(ctx, param, value)
+    if seconds <= 0:
+        raise click.BadParameter(f"{value!r} is a deadline that has already passed: the job would time out before "
+                                 "Kueue could admit it; give a positive duration such as 90s")
     return value
 
 

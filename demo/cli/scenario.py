@@ -38,16 +38,18 @@ def scenario_group():
               help="who answers the ProvisioningRequests: the fake autoscaler, or the real Cluster Autoscaler "
                    "1.36.1 (`tau-demo real-ca`; scenarios that need an injected fault are skipped, saying why)")
 def run_cmd(names, kube_client, kubeconfig, auto, autoscaler):
-    """Run scenarios in order (default: all).  NAMES: all, success, timeout, race, or one of
+    """Run scenarios in order (default: all).  NAMES: all, success, timeout, race, beyond, or one of
     success, timeout-preflight, timeout-window, timeout-deadline, race-admission-wins,
-    race-timeout-wins, race-legacy, race-interrupted-mirror.  Exit 1 if any check fails."""
+    race-timeout-wins, race-legacy, race-interrupted-mirror, never-boot.  Exit 1 if any check fails,
+    2 for an unknown name."""
     if auto is None:
         auto = os.environ.get("AUTO") == "1" or not sys.stdin.isatty()
     try:
         chosen = runner.resolve(names)
     except KeyError as e:
-        raise click.BadParameter(f"unknown scenario {e.args[0]!r}; choose from "
-                                 f"{', '.join(list(runner.GROUPS) + list(runner.SCENARIOS))}")
+        groups = [g for g in runner.GROUPS if g not in runner.SCENARIOS]
+        raise click.BadParameter(f"unknown scenario {e.args[0]!r}; choose a group ({', '.join(groups)}) or a "
+                                 f"scenario ({', '.join(runner.SCENARIOS)})", param_hint="NAMES")
     ctx = _context(kubeconfig, kube_client.context, auto, autoscaler)
     try:
         try:

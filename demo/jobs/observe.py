@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..k8s import heartbeat
 from ..k8s.client import Kube
-from ..k8s.keys import CHECK_NAME, JOB_CONTROLLER_UID_LABEL, JOB_UID_LABEL, POOL_TABLE
-from ..k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NODE, POD, PROVREQ,
-                             PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD)
+from ..k8s.errors import ApiError, NotFound
+from ..k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, JOB_UID_LABEL, POOL_TABLE, REAL_CA_LEASE
+from ..k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
+                             PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD)
 
 
 @dataclass
@@ -53,16 +55,47 @@ class PreflightInputs:
     admission_checks: dict[str, dict]
     prov_configs: dict[str, dict]
     pool_table: dict | None           # the ConfigMap the autoscaler publishes, or None
+    autoscalers: dict[str, bool | None]   # heartbeat Lease -> fresh?  (None: could not be read)
+    namespace_exists: bool | None = True
+
+
+def namespace_exists(k: Kube, namespace: str) -> bool | None:
+    """None when it cannot be told (e.g. the user may not read namespaces)."""
+    try:
+        return k.get_or_none(NAMESPACE, namespace) is not None
+    except NotFound:
+        return False
+    except ApiError:
+        return None
+
+
+def job_exists(k: Kube, namespace: str, name: str) -> bool:
+    return k.get_or_none(JOB, name, namespace) is not None
+
+
+def autoscalers_alive(k: Kube) -> dict[str, bool | None]:
+    """Is the fake's / the real autoscaler's heartbeat Lease fresh?  None when it cannot be read (forbidden)."""
+    out: dict[str, bool | None] = {}
+    for lease in (FAKE_CA_LEASE, REAL_CA_LEASE):
+        try:
+            out[lease] = heartbeat.alive(k, lease)
+        except NotFound:
+            out[lease] = False
+        except ApiError:
+            out[lease] = None
+    return out
 
 
 def preflight_inputs(k: Kube, profile: str, namespace: str) -> PreflightInputs:
+    if namespace_exists(k, namespace) is False:
+        return PreflightInputs(None, None, {}, {}, None, {}, namespace_exists=False)
     lq = k.get_or_none(LOCAL_QUEUE, profile, namespace)
     cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue") or ""
     cq = k.get_or_none(CLUSTER_QUEUE, cq_name) if lq and cq_name else None
     acs = {a["metadata"]["name"]: a for a in k.list(ADMISSION_CHECK)[0]}
     prcs = {p["metadata"]["name"]: p for p in k.list(PROVREQ_CONFIG)[0]}
     cm = k.get_or_none(CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
-    return PreflightInputs(lq, cq, acs, prcs, cm)
+    return PreflightInputs(lq, cq, acs, prcs, cm, autoscalers_alive(k))
 
 
 def flavor(k: Kube, name: str | None) -> dict | None:

@@ -3,7 +3,8 @@
 1. The profile (a LocalQueue) is ProvisioningReady: its ClusterQueue has an Active
    AdmissionCheck with controller kueue.x-k8s.io/provisioning-request whose
    ProvisioningRequestConfig exists with a non-empty class.
-2. The gang fits the pool's max, read from the pool table the autoscaler publishes.
+2. The gang fits the pool's max, read from the pool table the autoscaler publishes, trusted only
+   while an autoscaler runs (its heartbeat Lease is fresh); otherwise from the pools file.
 
 The reads are in submit.py; these functions only decide.
 
@@ -18,12 +19,16 @@ from dataclasses import dataclass, field
 from fake_ca import planner
 from fake_ca.request import gang_request
 
-from ..k8s.keys import ACTIVE, DEMO_NAMESPACE, GPU, PROVISIONING_CONTROLLER
+from ..k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, POOL_TABLE, PROVISIONING_CONTROLLER, REAL_CA_LEASE,
+                        SYSTEM_NAMESPACE)
 from ..k8s.objects import condition
 
 
 class GangError(ValueError):
     pass
+
+
+MAX_PODS, MAX_GPUS = 1000, 64
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,13 @@ class Gang:
         if not m:
             raise GangError(f"--gang {text!r}: expected PODSxGPUS, e.g. 2x8")
         pods, gpus = int(m.group(1)), int(m.group(2))
-        if not 1 <= pods <= 1000 or not 1 <= gpus <= 64:
-            raise GangError(f"--gang {text!r}: 1..1000 pods of 1..64 GPUs each")
+        if pods < 1:
+            raise GangError(f"--gang {text!r}: a gang of 0 pods runs nothing; give 1..{MAX_PODS} pods, e.g. 2x8")
+        if gpus < 1:
+            raise GangError(f"--gang {text!r}: pods of 0 GPUs ask for no GPU capacity, so there is nothing to "
+                            f"provision; give 1..{MAX_GPUS} GPUs per pod, e.g. {pods}x8")
+        if pods > MAX_PODS or gpus > MAX_GPUS:
+            raise GangError(f"--gang {text!r}: at most {MAX_PODS} pods of at most {MAX_GPUS} GPUs each")
         return cls(pods, gpus)
 
     def __str__(self) -> str:
@@ -106,3 +116,49 @@ def check_gang(gang: Gang, pools, flavor: dict | None, namespace: str = DEMO_NAM
     verdict = planner.plan(req, pools, [], [])
     detail = verdict.line("x").split(": ", 1)[1]
     return Result(0 if verdict.fits else 2, [f"preflight: {detail}"])
+
+
+def check_namespace(namespace: str, exists: bool | None) -> Result | None:
+    """A namespace that does not exist (None: could not tell, e.g. forbidden to read it): nothing to check."""
+    if exists is False:
+        return Result(1, [f"preflight: namespace {namespace!r} does not exist; the demo's profiles (LocalQueues) "
+                          f"live in {DEMO_NAMESPACE!r} (list them: kubectl get localqueues -A)"])
+    return None
+
+
+# Which pool table to plan against.  The table in kube-system/tau-demo-node-pools is what the autoscaler
+# that published it will do; once no autoscaler runs it is only what the last one did (a benchmark's
+# 200-node pool, say), while the next `tau-demo fake-ca` or `tau-demo real-ca` publishes the pools file
+# again.  A Job submitted now waits in its queue until an autoscaler starts, so the pools file is the
+# answer to "can it ever fit?": preflight uses it and says so.
+TABLE, POOLS_FILE, MISSING = "table", "file", "missing"
+AUTOSCALER_LEASES = (FAKE_CA_LEASE, REAL_CA_LEASE)
+
+
+@dataclass(frozen=True)
+class PoolSource:
+    use: str                    # TABLE, POOLS_FILE or MISSING (exit 1)
+    lines: list[str]
+
+
+def pool_source(table: dict | None, alive: dict[str, bool | None], pools_file: str) -> PoolSource:
+    """Decide whether the published pool table can be trusted.  `alive` maps each autoscaler's heartbeat
+    Lease name to True (fresh), False (missing or stale) or None (could not be read)."""
+    where = f"{POOL_TABLE[0]}/{POOL_TABLE[1]}"
+    leases = " and ".join(f"{SYSTEM_NAMESPACE}/{n}" for n in AUTOSCALER_LEASES)
+    if any(alive.get(n) for n in AUTOSCALER_LEASES):
+        if table is None:
+            return PoolSource(MISSING, [f"preflight: the running autoscaler has not published its pool table ({where}) "
+                                        "yet; try again in a few seconds"])
+        return PoolSource(TABLE, [])
+    if any(alive.get(n) is None for n in AUTOSCALER_LEASES):     # cannot tell: the table is all there is
+        if table is None:
+            return PoolSource(MISSING, [f"preflight: no pool table published ({where}) and the autoscalers' heartbeat "
+                                        f"Leases ({leases}) cannot be read; start one with `tau-demo fake-ca`"])
+        return PoolSource(TABLE, [f"preflight: note: cannot read the autoscalers' heartbeat Leases ({leases}); "
+                                  f"trusting the published pool table {where}"])
+    left = f"not trusting the pool table in {where} (what the last one published) and " if table is not None else ""
+    return PoolSource(POOLS_FILE, [
+        f"preflight: no autoscaler is running (heartbeat Leases {leases} missing or stale): {left}checking against "
+        f"{pools_file}, the pools `tau-demo fake-ca` and `tau-demo real-ca` publish by default; the job waits "
+        "in its queue until one runs"])

@@ -2,30 +2,48 @@
 
 from __future__ import annotations
 
-from fake_ca.pools import PoolsError, pools_from_configmap
+from pathlib import Path
+
+from fake_ca.pools import PoolsError, load_pools, pools_from_configmap
 
 from ..k8s.client import Kube
-from ..k8s.keys import POOL_TABLE
 from ..k8s.resources import JOB
+from ..paths import POOLS_FILE, REPO
 from . import observe
-from .preflight import Gang, check_gang, check_profile
+from .preflight import MISSING, TABLE, Gang, check_gang, check_namespace, check_profile, pool_source
 
 
-def run_preflight(k: Kube, profile: str, gang: Gang, namespace: str) -> tuple[int, list[str]]:
-    """Layer 1: (exit code, lines).  0 ready and fits, 1 not ready / unknown / no pool table, 2 never fits."""
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def run_preflight(k: Kube, profile: str, gang: Gang, namespace: str,
+                  pools_file: Path = POOLS_FILE) -> tuple[int, list[str]]:
+    """Layer 1: (exit code, lines).  0 ready and fits, 1 not ready / unknown / no pool table, 2 never fits.
+
+    The published pool table is used only while an autoscaler's heartbeat Lease is fresh; with none
+    running, `pools_file` (what the next autoscaler will publish) is, and a line says so."""
     inputs = observe.preflight_inputs(k, profile, namespace)
+    ns = check_namespace(namespace, inputs.namespace_exists)
+    if ns is not None:
+        return ns.code, ns.lines
     res = check_profile(profile, inputs.local_queue, inputs.cluster_queue, inputs.admission_checks,
                         inputs.prov_configs)
     if res.code:
         return res.code, res.lines
     lines = list(res.lines)
-    if inputs.pool_table is None:
-        return 1, lines + [f"preflight: the autoscaler has not published its pool table ({POOL_TABLE[0]}/{POOL_TABLE[1]}); "
-                           "start it with `tau-demo fake-ca`"]
+    source = pool_source(inputs.pool_table, inputs.autoscalers, _shown(pools_file))
+    lines += source.lines
+    if source.use == MISSING:
+        return 1, lines
     try:
-        pools = pools_from_configmap(inputs.pool_table)
+        pools = pools_from_configmap(inputs.pool_table) if source.use == TABLE else load_pools(pools_file)
     except PoolsError as e:
-        return 1, lines + [f"preflight: the published pool table is malformed: {e}"]
+        what = "the published pool table" if source.use == TABLE else "the pools file"
+        return 1, lines + [f"preflight: {what} is malformed: {e}"]
     flavor_names = (res.flavor or {}).get("names") or []
     gres = check_gang(gang, pools, observe.flavor(k, flavor_names[0] if flavor_names else None), namespace)
     return gres.code, lines + gres.lines

@@ -15,6 +15,7 @@ import urllib.parse
 from typing import Any, Iterator
 
 import urllib3
+import yaml
 from kubernetes import client, config
 
 from .errors import ApiError, Gone, NotFound, Unreachable, from_response
@@ -32,8 +33,11 @@ class Kube:
         cfg = client.Configuration()
         try:
             config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-        except config.ConfigException as e:
-            raise Unreachable(f"cannot load kubeconfig {kubeconfig or '(default)'}: {e}") from e
+        except (config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, AttributeError, KeyError) as e:
+            why = " ".join(str(e).split()) or type(e).__name__
+            if not isinstance(e, (config.ConfigException, yaml.YAMLError, OSError)):
+                why = f"not a kubeconfig file ({why})"      # YAML of another shape
+            raise Unreachable(f"cannot load kubeconfig {kubeconfig or '(default)'}: {why}") from e
         cfg.retries = False
         self.api = client.ApiClient(cfg)
         if impersonate:

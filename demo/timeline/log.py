@@ -28,10 +28,27 @@ class EventLog:
         self.path = Path(path)
         self.clock = clock
         self.last: dict[str, str] = {}
-        if self.path.exists():
+        if self.path.exists():               # ValueError if it is not an event log: nothing is appended
             for ev in read(self.path):
                 if "lane" in ev:
                     self.last[ev["lane"]] = ev.get("state", "")
+            self._drop_truncated_tail()
+
+    def _drop_truncated_tail(self) -> None:
+        """A writer killed mid-line left a partial last line (read() skipped it): cut it off, or the
+        next event would be appended to it and corrupt the log."""
+        data = self.path.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1
+        try:
+            json.loads(data[cut:])
+        except ValueError:
+            with open(self.path, "r+b") as f:
+                f.truncate(cut)
+            return
+        with open(self.path, "ab") as f:     # a complete last line without its newline
+            f.write(b"\n")
 
     def _write(self, obj: Obj) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -63,10 +80,31 @@ class EventLog:
         return read(path)
 
 
+def event_problem(obj: Any) -> str | None:
+    """Why a parsed JSON line is not an event of this log (None: it is one)."""
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, got {type(obj).__name__}"
+    t = obj.get("t")
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        return 'no numeric "t" (seconds since the epoch)'
+    if "lane" in obj:
+        if not isinstance(obj["lane"], str) or not obj["lane"]:
+            return '"lane" is not a non-empty string'
+        if not isinstance(obj.get("state"), str):
+            return f'lane {obj["lane"]!r} has no "state" string'
+        return None
+    if "marker" in obj:
+        return None if isinstance(obj["marker"], str) else '"marker" is not a string'
+    return 'neither a lane state ({"t", "lane", "state"}) nor a marker ({"t", "marker"})'
+
+
 def read(path: str | os.PathLike[str]) -> list[Obj]:
-    """The events of a log.  A truncated last line (a writer killed mid-line) is skipped;
-    a malformed line elsewhere raises ValueError."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    """The events of a log.  A truncated last line (a writer killed mid-line) is skipped, unless it is
+    the only line; any other line that is not JSON, or not an event, raises ValueError naming it."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a text file ({e.reason} at byte {e.start})") from e
     while lines and not lines[-1].strip():
         lines.pop()
     events = []
@@ -76,9 +114,11 @@ def read(path: str | os.PathLike[str]) -> list[Obj]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            if i == len(lines) - 1:
+            if i == len(lines) - 1 and events:
                 break
             raise ValueError(f"{path}:{i + 1}: not a JSON line: {e}") from e
-        if isinstance(obj, dict):
-            events.append(obj)
+        why = event_problem(obj)
+        if why:
+            raise ValueError(f"{path}:{i + 1}: not an event: {why}")
+        events.append(obj)
     return events

@@ -1,0 +1,81 @@
+"""Bad inputs that only the API can tell apart, on the real cluster: a Job name already taken, a Job or
+a namespace that does not exist, and a pool table left behind by an autoscaler that has stopped."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from demo.k8s import heartbeat
+from demo.k8s import resources as R
+from demo.k8s.keys import DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE, POOL_TABLE_KEY
+from demo.paths import POOLS_FILE, REPO
+from fake_ca.pools import load_pools, pools_to_configmap
+
+from tests.cluster.conftest import wait_for
+
+pytestmark = pytest.mark.cluster
+
+
+def tau(kubeconfig: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "demo", *args, "--kubeconfig", kubeconfig], capture_output=True,
+                          text=True, cwd=REPO, timeout=timeout)
+
+
+def test_a_job_name_already_taken_is_refused_and_the_job_left_alone(k, kubeconfig, unique):
+    name = f"dup-{unique}"
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": DEMO_NAMESPACE},
+           "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
+                                                           "containers": [{"name": "c", "image": "x"}]}}}}
+    uid = k.create(R.JOB, job, DEMO_NAMESPACE)["metadata"]["uid"]
+    try:
+        r = tau(kubeconfig, "submit", "--name", name, "--gang", "1x8")
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"a Job named {DEMO_NAMESPACE}/{name} already exists; nothing was created" in r.stderr
+        assert "preflight" not in r.stdout            # refused before anything else
+        assert k.get(R.JOB, name, DEMO_NAMESPACE)["metadata"]["uid"] == uid
+    finally:
+        k.delete(R.JOB, name, DEMO_NAMESPACE)
+
+
+def test_watch_of_a_job_that_does_not_exist_says_so_after_the_grace_period(kubeconfig, unique):
+    t0 = time.monotonic()
+    r = tau(kubeconfig, "watch", f"nope-{unique}", "--grace", "2s")
+    assert r.returncode == 1
+    assert f"job {DEMO_NAMESPACE}/nope-{unique} does not exist (waited 2s)" in r.stderr and "--wait" in r.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_namespace_that_does_not_exist(k, kubeconfig, unique):
+    ns = f"nosuch-{unique}"
+    r = tau(kubeconfig, "watch", "job-x", "-n", ns)
+    assert r.returncode == 1 and f"namespace '{ns}' does not exist" in r.stderr
+    r = tau(kubeconfig, "submit", "--name", "job-x", "-n", ns, "--no-preflight")
+    assert r.returncode == 1 and f"namespace '{ns}' does not exist; nothing was created" in r.stderr
+    r = tau(kubeconfig, "preflight", "--gang", "2x8", "-n", ns)
+    assert r.returncode == 1 and f"namespace '{ns}' does not exist" in r.stdout
+    assert k.get_or_none(R.NAMESPACE, ns) is None
+
+
+def test_preflight_does_not_trust_a_pool_table_left_by_an_autoscaler_that_stopped(k, kubeconfig, ctx, own_fake_ca):
+    """What bench/provreq_latency.py used to leave: its fake-ca's 200-node benchpool table."""
+    c = own_fake_ca("--pools", str(REPO / "bench" / "pools-bench.yaml"))
+    try:
+        wait_for(lambda: heartbeat.alive(k, FAKE_CA_LEASE), 30, what="the bench pools' fake-ca")
+        r = tau(kubeconfig, "preflight", "--gang", "2x8")
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "matches no pool (benchpool" in r.stdout         # while it runs, its table is the truth
+        c.stop()
+        wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="no fake-ca heartbeat")
+        table = k.get(R.CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
+        assert "benchpool" in table["data"][POOL_TABLE_KEY]
+        r = tau(kubeconfig, "preflight", "--gang", "2x8")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "no autoscaler is running" in r.stdout and "not trusting the pool table" in r.stdout
+        assert "manifests/node-pools.yaml" in r.stdout
+        assert r.stdout.rstrip().endswith("preflight: gang needs 2 node(s) of gpupool (max 2): fits")
+    finally:
+        k.apply(R.CONFIG_MAP, pools_to_configmap(load_pools(POOLS_FILE)), field_manager=FAKE_CA_FIELD_MANAGER)
