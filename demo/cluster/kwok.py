@@ -237,9 +237,11 @@ def restart_process(st: State, component: str, timeout: float = 60) -> None:
     argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
     cwd = os.readlink(proc / "cwd")
     env = dict(e.decode().split("=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
+    ports = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--secure-port=")]
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while procs.read_plain_pid(pidfile) is not None and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (procs.read_plain_pid(pidfile) is not None or
+                                           not all(procs.port_free(p) for p in ports)):
         time.sleep(0.05)
     logfile = kwok_cluster_dir(st) / "logs" / f"{component}.log"
     with open(logfile, "ab") as log:
