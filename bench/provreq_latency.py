@@ -27,7 +27,7 @@ from demo.k8s import heartbeat  # noqa: E402
 from demo.k8s import resources as R  # noqa: E402
 from demo.k8s.client import Kube, informer  # noqa: E402
 from demo.k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE,  # noqa: E402
-                           REAL_CA_LEASE)
+                           PROVISIONED, REAL_CA_LEASE)
 from demo.k8s.objects import is_true  # noqa: E402
 from demo.paths import POOLS_FILE  # noqa: E402
 from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
@@ -80,7 +80,7 @@ class Watch:
         for typ, pr in informer(self.k, R.PROVREQ, NS, stop=self.stop, timeout_seconds=30):
             if typ == "SYNCED":
                 self.synced[0].set()
-            elif typ in ("ADDED", "MODIFIED") and is_true(pr, "Provisioned"):
+            elif typ in ("ADDED", "MODIFIED") and is_true(pr, PROVISIONED):
                 self.provisioned.setdefault(pr["metadata"]["name"], time.time())
 
     def _nodes(self):

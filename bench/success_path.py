@@ -19,6 +19,7 @@ from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.jobs import observe  # noqa: E402
 from demo.k8s import heartbeat  # noqa: E402
 from demo.k8s.client import Kube  # noqa: E402
+from demo.k8s.keys import ADMITTED, PROVISIONED, QUOTA_RESERVED  # noqa: E402
 from demo.k8s.objects import is_true  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
 
@@ -42,11 +43,11 @@ for i in range(a.runs):
         s = observe.snapshot(k, "demo", name)
         now = time.monotonic() - t0
         wl = s.workload
-        if wl and is_true(wl, "QuotaReserved"):
+        if wl and is_true(wl, QUOTA_RESERVED):
             marks.setdefault("quota reserved", now)
-        if any(is_true(p, "Provisioned") for p in s.provreqs):
+        if any(is_true(p, PROVISIONED) for p in s.provreqs):
             marks.setdefault("provisioned", now)
-        if wl and is_true(wl, "Admitted"):
+        if wl and is_true(wl, ADMITTED):
             marks.setdefault("admitted", now)
         if s.job and s.job["spec"].get("suspend") is False:
             marks.setdefault("unsuspended", now)

@@ -36,3 +36,15 @@ def state_root() -> Path:
 
 def cluster_dir(name: str) -> Path:
     return state_root() / "clusters" / name
+
+
+def shown(path: str | Path) -> str:
+    """A path as output meant for readers shows it: relative to the repository, or to the state
+    or cache root ($TAU_DEMO_STATE/..., $TAU_DEMO_CACHE/...), so no machine's home directory leaks."""
+    p = Path(path).resolve()
+    for root, label in ((REPO, ""), (state_root(), "$TAU_DEMO_STATE/"), (cache_root(), "$TAU_DEMO_CACHE/")):
+        try:
+            return label + str(p.relative_to(root))
+        except ValueError:
+            continue
+    return str(p)

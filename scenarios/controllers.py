@@ -13,7 +13,7 @@ from demo.cluster import procs
 from demo.cluster.state import State
 from demo.k8s import heartbeat
 from demo.k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE
-from demo.paths import REPO, state_root
+from demo.paths import REPO, shown, state_root
 
 from .harness import Context, ScenarioFailed
 
@@ -71,10 +71,10 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str, tim
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
     ctx.wait(lambda: heartbeat.alive(ctx.k, lease) or (procs.read_pid(c.pidfile) is None and "dead"), timeout,
-             f"{label} to start (log {c.logfile})")
+             f"{label} to start (log {shown(c.logfile)})")
     if procs.read_pid(c.pidfile) is None:
         raise ScenarioFailed(f"{label} exited at start; see {c.logfile}:\n{c.log_text()[-1500:]}")
-    ctx.say(f"  {label}: started in the background (log {c.logfile})")
+    ctx.say(f"  {label}: started in the background (log {shown(c.logfile)})")
     return c
 
 
@@ -87,7 +87,7 @@ def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
     ctx.wait(lambda: READY_LINE in c.log_text() or (procs.read_pid(c.pidfile) is None and "dead"), timeout,
-             f"{label} to start (log {c.logfile})")
+             f"{label} to start (log {shown(c.logfile)})")
     if procs.read_pid(c.pidfile) is None:
         raise ScenarioFailed(f"{label} exited at start; see {c.logfile}:\n{c.log_text()[-1500:]}")
     return c

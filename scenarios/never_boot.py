@@ -22,6 +22,7 @@ from demo.k8s.keys import (ADMITTED, CA_STATUS, DEMO_POOL, EVICTED, NEVER_BOOTS,
                            PODS_READY_TIMEOUT, PROVISIONED)
 from demo.k8s.objects import condition, is_true, uid
 from demo.k8s.resources import CONFIG_MAP
+from demo.paths import shown
 from demo.timeline import svg
 from fake_ca.conditions import R_NOT_FOUND
 from fake_ca.status import group_backoff
@@ -107,4 +108,4 @@ def run(ctx: Context) -> None:
     ctx.wait(lambda: pool_backoff(ctx) is None, 180, "the node group's backoff to end")
     ctx.check(pool_backoff(ctx) is None and not ctx.pool_nodes(), "the pool is empty and out of backoff")
     picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)
-    ctx.say(f"  timeline: {picture}")
+    ctx.say(f"  timeline: {shown(picture)}")

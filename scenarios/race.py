@@ -25,12 +25,14 @@ from demo.deadline import protocol as dl
 from demo.jobs import observe
 from demo.k8s import hooks
 from demo.k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEACTIVATED, DEADLINE_CLASS_ANNOTATION, EVICTED,
-                           PARAM_STOCKOUT, QUOTA_RESERVED, TERMINAL_TIME_ANNOTATION)
-from demo.k8s.objects import annotations, condition, is_true
+                           PARAM_STOCKOUT, PROVISIONED, QUOTA_RESERVED, TERMINAL_TIME_ANNOTATION)
+from demo.k8s.objects import annotations, condition, created_at, is_true
 from demo.k8s.resources import PROVREQ
+from demo.paths import shown
 from demo.timeline import svg
 
 from .controllers import Controller, start_private
+
 from .harness import NS, Context
 from .recorder import Recorder
 
@@ -88,19 +90,18 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             ctx.step("Meanwhile capacity comes back: the autoscaler's retry provisions and Kueue admits")
             ctx.wait(lambda: admitted_now(ctx, rec), 60, "Kueue to admit the Workload")
             rec.mark("Kueue admitted")
-            ctx.check(True, "Kueue admitted the Workload while the controller was paused")
+            parked = hooks.parked(hook_dir, "before-commit", key)
+            ctx.check(parked and "committed timeout" not in ctl.log_text(),
+                      "Kueue admitted the Workload while the controller was still parked before its patch")
             ctx.step("Release the controller")
             hooks.release(hook_dir, "before-commit", key)
             rec.mark("controller released")
             ctx.wait(lambda: "409" in ctl.log_text() and name in ctl.log_text(), 30, "the controller's 409")
-            # give the legacy protocol's next reconcile time to act on its stale mark (TTL 5s, resync 1s)
-            t_end = time.monotonic() + 60
-            while time.monotonic() < t_end:
-                s = rec.samples[-1][1]
-                if s.job is None or (s.job.get("status") or {}).get("succeeded") == 2:
-                    break
-                time.sleep(0.5)
-            time.sleep(2)
+            # the story ends when the Job is gone (legacy: its stale mark's TTL cleanup) or has succeeded
+            ctx.wait(lambda: (s := rec.samples[-1][1]).job is None
+                     or (s.job.get("status") or {}).get("succeeded") == 2, 90, "the Job to succeed or be deleted")
+            seen = len(rec.samples)
+            ctx.wait(lambda: len(rec.samples) >= seen + 3, 10, "the recorder to see the end")
         job_seen = [s.job for _, s in rec.samples if s.job is not None]
         facts = {
             "name": name,
@@ -132,7 +133,7 @@ def scenario_admission_wins(ctx: Context) -> None:
     ctx.check(not f["marked"], "the Job was never marked terminal")
     ctx.check(not f["cleanup_armed"], "no cleanup was armed")
     ctx.check(not f["committed"], "the Workload never carried a timeout decision")
-    ctx.say(f"  timeline: {f['svg']}")
+    ctx.say(f"  timeline: {shown(f['svg'])}")
 
 
 def scenario_legacy(ctx: Context) -> None:
@@ -143,7 +144,7 @@ def scenario_legacy(ctx: Context) -> None:
                                              "created and waited for the nodes to boot")
     ctx.check(f["marked"], "BUG REPRODUCED: the admitted, running Job was marked AdmissionTimeout")
     ctx.check(f["deleted_by_controller"], "BUG REPRODUCED: TTL cleanup deleted the admitted Job")
-    ctx.say(f"  timeline: {f['svg']}")
+    ctx.say(f"  timeline: {shown(f['svg'])}")
     ctx.step("The same interleaving under the committed protocol")
     g = admission_wins(ctx, "committed")
     ctx.check(not g["marked"] and not g["deleted_by_controller"] and g["succeeded"],
@@ -168,9 +169,15 @@ def scenario_timeout_wins(ctx: Context) -> None:
                        provreq=capacity_back_after(DEADLINE + 1), annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
-            ctx.check(True, "the controller committed the timeout first (paused right after the commit)")
+            live = observe.snapshot(ctx.k, NS, name)
+            ctx.check(dl.committed_timeout(live.workload) and not is_true(live.workload, ADMITTED)
+                      and not dl.mirrored(live.job),
+                      "the controller committed the timeout first, on the Workload only (paused right after)")
             ctx.step("Capacity comes back; Kueue has already evicted and deleted the request")
-            time.sleep(3)
+            back = created_at(live.job).timestamp() + DEADLINE + 1
+            ctx.wait(lambda: time.time() >= back + 1, 30, "the moment capacity comes back")
+            ctx.check(not any(is_true(p, PROVISIONED) for p in observe.snapshot(ctx.k, NS, name).provreqs),
+                      "when capacity came back there was no request left to provision")
             hooks.release(hook_dir, "after-commit", key)
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "mirror, cleanup TTL and deletion")
             rec.mark("Job deleted by cleanup")
@@ -182,17 +189,17 @@ def scenario_timeout_wins(ctx: Context) -> None:
         ctx.check(not rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)),
                   "the Workload was never Admitted")
         ctx.check(rec.ever(lambda s: dl.mirrored(s.job)), "the owner Job was mirrored (AdmissionTimeout)")
-        ctx.check(True, "cleanup deleted the Job after its TTL")
+        ok, seen = rec.cleaned_up_after_ttl()
+        ctx.check(ok, f"cleanup deleted the Job after its TTL ({seen})")
         ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
                  "the ProvisioningRequest to be gone")
-        ctx.check(True, "no ProvisioningRequest is left")
         ctx.wait_pool_empty(120)
         ctx.check(not ctx.pool_nodes(), "the pool is back to 0")
     finally:
         ctl.stop()
         ctx.delete_job(name)
     svg.write(log_path, log_path.with_suffix(".svg"), "Race: timeout wins")
-    ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
+    ctx.say(f"  timeline: {shown(log_path.with_suffix('.svg'))}")
 
 
 # ---------------------------------------------------------------------------- 4

@@ -7,6 +7,8 @@ import time
 
 from demo.jobs import observe
 from demo.k8s.errors import ApiError, Unreachable
+from demo.k8s.keys import CLEANUP_AFTER_ANNOTATION
+from demo.k8s.objects import annotations, parse_time
 from demo.timeline.lanes import snapshot_states
 from demo.timeline.log import EventLog
 
@@ -55,6 +57,16 @@ class Recorder:
 
     def first(self, pred) -> float | None:
         return next((t for t, s in self.samples if pred(s)), None)
+
+    def cleaned_up_after_ttl(self) -> tuple[bool, str]:
+        """Did the Job disappear only once its armed cleanup time had passed?  (ok, what was seen)"""
+        armed = [parse_time(annotations(s.job).get(CLEANUP_AFTER_ANNOTATION)) for _, s in self.samples if s.job]
+        armed = [t for t in armed if t is not None]
+        gone = next((t for t, s in self.samples if s.job is None and self.job_uid), None)
+        if not armed or gone is None:
+            return False, f"cleanup armed: {bool(armed)}, Job deleted: {gone is not None}"
+        late = gone - armed[-1].timestamp()
+        return late >= -0.5, f"deleted {late:+.1f}s after the cleanup time it was armed with"
 
     def provreq_names(self) -> set[str]:
         return {p["metadata"]["name"] for _, s in self.samples for p in s.provreqs}

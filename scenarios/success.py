@@ -11,6 +11,7 @@ from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
 from demo.k8s.keys import DEMO_POOL, NODE_READY, PROFILE
 from demo.k8s.objects import is_true, parse_time
+from demo.paths import shown
 from demo.timeline import svg
 
 from .harness import NS, Context
@@ -78,4 +79,4 @@ def run(ctx: Context) -> None:
     ctx.check(not ctx.pool_nodes(), "the pool is back to 0 nodes")
     ctx.delete_job(name)
     picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)
-    ctx.say(f"  timeline: {picture}")
+    ctx.say(f"  timeline: {shown(picture)}")

@@ -21,10 +21,13 @@ from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
 from demo.k8s.keys import (DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, EVICTED, FAILED, PARAM_HONOR_VALID_UNTIL,
-                           PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, PROVISIONED, QUOTA_RESERVED)
+                           PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, PROVISIONED, QUOTA_RESERVED,
+                           TERMINAL_WORKLOAD_ANNOTATION)
 from fake_ca.conditions import R_NOT_FOUND
-from demo.k8s.objects import condition, created_at, is_true
+from demo.jobs import observe
+from demo.k8s.objects import annotations, condition, created_at, is_true
 from demo.k8s.resources import JOB, PROVREQ
+from demo.paths import shown
 from demo.timeline import svg
 
 from .harness import NS, Context, ScenarioFailed
@@ -46,10 +49,12 @@ def quota_released_and_clean(ctx: Context, name: str, rec: Recorder) -> None:
         wl = _workload(snap)
         return wl is None or (not is_true(wl, QUOTA_RESERVED) and not (wl.get("status") or {}).get("admission"))
     ctx.wait(released, 60, "the quota to be released")
-    ctx.check(True, "quota released (QuotaReserved=False, no admission)")
+    live = observe.snapshot(ctx.k, NS, name, rec.job_uid)
+    ctx.check(live.workload is None or (not is_true(live.workload, QUOTA_RESERVED)
+                                        and not (live.workload.get("status") or {}).get("admission")),
+              "quota released (QuotaReserved=False, no admission)")
     ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
              "Kueue to delete the job's ProvisioningRequests")
-    ctx.check(True, "no ProvisioningRequest of the job is left")
 
 
 def smaller_job_admitted(ctx: Context) -> None:
@@ -107,7 +112,7 @@ def autoscaler_window(ctx: Context) -> None:
                   "the Job was never unsuspended")
     ctx.delete_job(name)
     svg.write(log_path, log_path.with_suffix(".svg"), TITLE_WINDOW)
-    ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
+    ctx.say(f"  timeline: {shown(log_path.with_suffix('.svg'))}")
     smaller_job_admitted(ctx)
 
 
@@ -127,8 +132,9 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
             ctx.submit(name, "2x8", deadline="20s", provreq={PARAM_VALID_UNTIL: "8", PARAM_STOCKOUT: "true"})
         ctx.step("At 12s, ValidUntilSeconds has passed and the request still waits: nothing bounds layer 2")
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
-        time.sleep(max(0.0, 12 - (time.time() - rec.samples[0][0])))
-        snap = rec.samples[-1][1]
+        submitted = created_at(rec.samples[-1][1].job).timestamp()
+        ctx.wait(lambda: time.time() >= submitted + 12, 30, "12s after submission")
+        snap = observe.snapshot(ctx.k, NS, name, rec.job_uid)
         ctx.check(bool(snap.provreqs) and not any(is_true(p, FAILED) for p in snap.provreqs)
                   and all((condition(p, PROVISIONED) or {}).get("reason") == R_NOT_FOUND for p in snap.provreqs),
                   "the ProvisioningRequest is past ValidUntilSeconds, not Failed: Provisioned=False/CapacityIsNotFound")
@@ -147,14 +153,17 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.check((condition(wl, EVICTED) or {}).get("reason") == DEACTIVATED,
                   "Kueue evicted the Workload with reason Deactivated")
         quota_released_and_clean(ctx, name, rec)
-        ctx.wait(lambda: rec.ever(lambda s: dl.mirrored(s.job)), 30, "the mirror on the Job")
-        ctx.check(True, "the timeout is mirrored on the Job (terminal-reason=AdmissionTimeout)")
+        mirrored = ctx.wait(lambda: next((s.job for _, s in rec.samples if dl.mirrored(s.job)), None), 30,
+                            "the mirror on the Job")
+        ctx.check(annotations(mirrored).get(TERMINAL_WORKLOAD_ANNOTATION) == wl["metadata"]["name"],
+                  "the timeout is mirrored on the Job (terminal-reason=AdmissionTimeout, naming the Workload)")
         ctx.step(f"Cleanup deletes the Job after {cleanup_ttl_hint}")
         ctx.wait(lambda: rec.job_uid and ctx.k.get_or_none(JOB, name, NS) is None, 120, "cleanup")
-        ctx.check(True, "cleanup deleted the timed-out Job")
+        ok, seen = rec.cleaned_up_after_ttl()
+        ctx.check(ok, f"cleanup deleted the timed-out Job after its TTL ({seen})")
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
                   "the Job was never unsuspended")
         ctx.check(not ctx.pool_nodes(), "no node was created for it")
     svg.write(log_path, log_path.with_suffix(".svg"), TITLE_DEADLINE)
-    ctx.say(f"  timeline: {log_path.with_suffix('.svg')}")
+    ctx.say(f"  timeline: {shown(log_path.with_suffix('.svg'))}")
     smaller_job_admitted(ctx)

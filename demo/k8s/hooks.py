@@ -71,5 +71,11 @@ def wait_reached(directory: Path, point: str, key: str, timeout: float = 120.0) 
     raise TimeoutError(f"the controller did not reach {point} for {key} within {timeout:.0f}s")
 
 
+def parked(directory: Path, point: str, key: str) -> bool:
+    """The controller reached the point and has not been released yet."""
+    base = _base(directory, point, key)
+    return Path(base + ".reached").exists() and not Path(base + ".release").exists()
+
+
 def release(directory: Path, point: str, key: str) -> None:
     Path(_base(directory, point, key) + ".release").write_text("")

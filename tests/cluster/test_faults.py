@@ -76,6 +76,9 @@ def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
         assert not any(is_true(w, "Admitted") for w in wls), "never admitted"
         assert any(dl.mirrored(j) for j in jobs), "mirrored before cleanup"
         assert not any(j["spec"].get("suspend") is False for j in jobs), "never unsuspended"
+        # the garbage collector (kube-controller-manager, through the restart too) removes the Workload
+        # and its request once the Job is gone
+        wait_for(lambda: not clean.leftovers(), 120, what="the Job's Workload and request to be collected")
     finally:
         ctl.stop()
 

@@ -10,7 +10,7 @@
 #                           the runc wrapper
 #   TAU_DEMO_DOCKER_RUNTIME name the wrapper is registered under (default tau-runc)
 #
-# What and why (see shared/notes/kind-offline.md):
+# What and why:
 # - Debian bookworm's docker.io (Docker 20.10, containerd 1.6, runc 1.1) plus iptables; no systemd is
 #   PID 1 on these machines, so dockerd is started by hand in the background.
 # - The VM's capability bounding set lacks CAP_SYS_RESOURCE (bit 24), so `docker run --privileged`

@@ -104,3 +104,14 @@ def test_a_store_is_replaced_whole_after_a_relist_and_keeps_the_newest_version()
     assert [o["metadata"]["name"] for o in s.items()] == ["c"]
     s.discard("demo/c")
     assert s.items() == [] and changes == [("MODIFIED", "a"), ("MODIFIED", "a"), ("DELETED", "b")]
+
+
+def test_paths_shown_to_readers_carry_no_home_directory(monkeypatch, tmp_path):
+    from demo.paths import REPO, shown
+    monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("TAU_DEMO_CACHE", str(tmp_path / "cache"))
+    assert shown(REPO / "runs" / "x" / "success.svg") == "runs/x/success.svg"
+    assert shown(tmp_path / "state" / "clusters" / "c" / "controllers" / "fake-ca.log") == \
+        "$TAU_DEMO_STATE/clusters/c/controllers/fake-ca.log"
+    assert shown(tmp_path / "cache" / "kind-v0.32.0" / "bin" / "kind") == "$TAU_DEMO_CACHE/kind-v0.32.0/bin/kind"
+    assert shown("/etc/hosts") == "/etc/hosts"
