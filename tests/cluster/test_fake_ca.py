@@ -303,3 +303,61 @@ def test_nodes_that_never_boot_are_removed_and_back_the_pool_off(clean, by_hand,
     wait_for(lambda: cond(k, second["metadata"]["name"]).get("Provisioned", ("",))[0] == "True", 40,
              what="a retry after the backoff ran out")
     assert len(nodes_of(k, second["metadata"]["uid"])) == 1
+
+
+def _first_names(seed: int, count: int) -> list[str]:
+    """The node names a fake started with --seed makes for its first scale-up (FakeCA._new_names)."""
+    import random
+    rng = random.Random(seed)
+    return [f"aks-gpupool-vmss{rng.randrange(10 ** 6):06d}" for _ in range(count)]
+
+
+def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, by_hand, k, own_fake_ca, unique):
+    """Atomicity for real: a ValidatingAdmissionPolicy on the demo cluster refuses the second node of a
+    2-node scale-up.  The first node is deleted again, CapacityIsNotFound is written, the node group backs
+    off; once the policy is gone, a retry makes both nodes."""
+    seed = 4242
+    refused = _first_names(seed, 2)[1]
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": f"refuse-node-{unique}"},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                               "operations": ["CREATE"], "resources": ["nodes"]}]},
+                       "validations": [{"expression": f"object.metadata.name != '{refused}'",
+                                        "message": f"test: node {refused} is refused"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": f"refuse-node-{unique}"},
+               "spec": {"policyName": f"refuse-node-{unique}", "validationActions": ["Deny"]}}
+    k.create(R.VALIDATING_ADMISSION_POLICY, policy)
+    k.create(R.VALIDATING_ADMISSION_POLICY_BINDING, binding)
+    try:
+        # the policy takes effect once the apiserver has loaded it: probe with a dry-run create
+        probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": refused}}
+        wait_for(lambda: _refused(k, probe), 30, what="the policy to take effect")
+        fake = own_fake_ca("--seed", str(seed), "--initial-backoff", "1s", "--initial-node-group-backoff", "3s")
+        pr = by_hand(2)
+        name = pr["metadata"]["name"]
+        wait_for(lambda: cond(k, name).get("Provisioned"), 30, what="a decision")
+        assert cond(k, name)["Provisioned"] == ("False", "CapacityIsNotFound",
+                                               "Capacity is not found, CA will try to find it later.")
+        assert "1 of 2 node creates failed" in fake.log_text() and refused in fake.log_text()
+        wait_for(lambda: not [n for n in nodes_of(k, pr["metadata"]["uid"])
+                              if not n["metadata"].get("deletionTimestamp")], 10, what="the rollback")
+        st = group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"), "gpupool")
+        assert st is not None and st["backoffInfo"]["errorMessage"] == "node creation failed"
+    finally:
+        k.delete(R.VALIDATING_ADMISSION_POLICY_BINDING, f"refuse-node-{unique}")
+        k.delete(R.VALIDATING_ADMISSION_POLICY, f"refuse-node-{unique}")
+    wait_for(lambda: cond(k, name).get("Provisioned", ("",))[0] == "True", 60,
+             what="a retry once the policy is gone and the backoff ran out")
+    assert cond(k, name)["Provisioned"][:2] == ("True", "CapacityIsProvisioned")
+    assert len([n for n in nodes_of(k, pr["metadata"]["uid"]) if not n["metadata"].get("deletionTimestamp")]) == 2
+
+
+def _refused(k, node: dict) -> bool:
+    from demo.k8s.errors import ApiError
+    try:
+        k.create(R.NODE, node, dry_run=True)
+    except ApiError as e:
+        return "is refused" in str(e)
+    return False
