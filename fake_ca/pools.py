@@ -367,6 +367,17 @@ def pools_from_configmap(cm: dict) -> list[Pool]:
 
 # ---------------------------------------------------------------------------- nodes
 
+def taint_dicts(pool: Pool) -> list[dict]:
+    """The pool's taints as a Node's spec.taints."""
+    out = []
+    for t in pool.taints:
+        taint = {"key": t.key, "effect": t.effect}
+        if t.value:
+            taint["value"] = t.value
+        out.append(taint)
+    return out
+
+
 def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, provreq_key: str,
                   boots_at: str | None = None) -> dict:
     """The Node object of a new node of `pool` (in topology domain `domain`, if any).
@@ -381,12 +392,7 @@ def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, p
         if not pool.topology_label:
             raise ValueError(f"pool {pool.name} has no topology; cannot place node {name} in domain {domain}")
         labels[pool.topology_label] = domain
-    taints = []
-    for t in pool.taints:
-        taint = {"key": t.key, "effect": t.effect}
-        if t.value:
-            taint["value"] = t.value
-        taints.append(taint)
+    taints = taint_dicts(pool)
     annotations = {KWOK_NODE_ANNOTATION: "fake", POOL_LABEL: pool.name,
                    PROVREQ_UID_ANNOTATION: provreq_uid, PROVREQ_ANNOTATION: provreq_key}
     status: dict = {"capacity": dict(pool.capacity), "allocatable": dict(pool.allocatable),

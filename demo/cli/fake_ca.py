@@ -19,37 +19,18 @@ from demo.realca import exclusion
 from ..k8s.errors import ApiError, Unreachable
 from ..k8s.hooks import Hooks
 from ..k8s.keys import NEVER_BOOTS
-from ..paths import POOLS_FILE, REPO
-from .options import CONTEXT_SETTINGS, duration, fail, kube_options, run_controller
+from .options import CONTEXT_SETTINGS, duration, duration_or, fail, kube_options, pools_option, run_controller
 
-DEFAULT_POOLS = str(POOLS_FILE.relative_to(REPO))
-
-
-def boot_time(ctx, param, value):
-    """--boot: a duration or 'never'."""
-    if value is not None and value.strip().lower() == NEVER_BOOTS:
-        return FOREVER
-    return duration(ctx, param, value)
-
-
-def stockout_time(ctx, param, value):
-    """--stockout: a duration or 'forever'."""
-    if value is not None and value.strip().lower() == "forever":
-        return FOREVER
-    return duration(ctx, param, value)
-
-
-def _pools(path: str):
+def _pools(path):
     try:
-        return load_pools(path if path != DEFAULT_POOLS else POOLS_FILE)
+        return load_pools(path)
     except PoolsError as e:
         raise click.ClickException(str(e))
 
 
 @click.group("fake-ca", invoke_without_command=True, context_settings=CONTEXT_SETTINGS)
 @kube_options(impersonation=True)
-@click.option("--pools", "pools_file", type=click.Path(dir_okay=False), default=DEFAULT_POOLS, show_default=True,
-              help="node pool table (published to kube-system/tau-demo-node-pools for preflight)")
+@pools_option("node pool table (published to kube-system/tau-demo-node-pools for preflight)")
 @click.option("--scan-interval", default="1s", callback=duration, show_default=True,
               help="loops run this far apart when the last one processed no request (real CA: 10s)")
 @click.option("--booking", default="60s", callback=duration, show_default=True,
@@ -70,16 +51,16 @@ def _pools(path: str):
               help="delete a node after it has been unneeded this long (real CA: 10m)")
 @click.option("--expiry", default="168h", callback=duration, show_default=True,
               help="Failed/Expired when not provisioned this long after creation (real CA: 7 days)")
-@click.option("--boot", default=None, callback=boot_time,
+@click.option("--boot", default=None, callback=duration_or(NEVER_BOOTS, FOREVER),
               help="how long every new node stays NotReady while its VM boots, or 'never' [default: the pool's "
                    "bootSeconds] (per request: parameters.fakeCABootSeconds).  The kwok provider's nodes are Ready "
                    "at once; a real cloud's VMs boot after Provisioned=True")
 @click.option("--honor-valid-until/--ignore-valid-until", default=False, show_default=True,
               help="DIFFERS FROM THE REAL CA when on: parameters.ValidUntilSeconds bounds the wait with "
                    "Failed=True. The real Cluster Autoscaler ignores ValidUntilSeconds.")
-@click.option("--stockout", default=None, callback=stockout_time, metavar="DURATION|forever",
-              help="INJECTED fault: the cloud refuses scale-ups of requests younger than DURATION "
-                   "(CapacityIsNotFound, and the pool backs off, as after a real IncreaseSize error) "
+@click.option("--stockout", default=None, callback=duration_or("forever", FOREVER), metavar="DURATION|forever",
+              help="INJECTED fault: the cloud refuses scale-ups of requests younger than DURATION: "
+                   "CapacityIsNotFound, retried (a real IncreaseSize error would also back the pool off) "
                    "(per request: parameters.fakeCAStockout=true|SECONDS)")
 @click.option("--revoke-after", default=None, callback=duration,
               help="INJECTED fault: CapacityRevoked=True this long after Provisioned, which the real CA never "
@@ -140,8 +121,7 @@ def fake_ca_group(ctx, kube_client, kubeconfig, pools_file, scan_interval, booki
 @fake_ca_group.command("explain", context_settings=CONTEXT_SETTINGS)
 @click.option("-f", "--filename", required=True, metavar="FILE",
               help='YAML with one ProvisioningRequest and its PodTemplates ("-" for stdin)')
-@click.option("--pools", "pools_file", default=DEFAULT_POOLS, show_default=True, metavar="FILE",
-              help="node pools file")
+@pools_option("node pools file")
 def explain_cmd(filename: str, pools_file: str) -> None:
     """Explain what the fake autoscaler would do with a ProvisioningRequest, on an empty cluster.
 
@@ -150,7 +130,7 @@ def explain_cmd(filename: str, pools_file: str) -> None:
     """
     try:
         text, source = read_source(filename)
-        pools = load_pools(pools_file if pools_file != DEFAULT_POOLS else POOLS_FILE)
+        pools = load_pools(pools_file)
         code, line = explain(text, source, pools)
     except (InputError, PoolsError) as e:
         fail(str(e))

@@ -13,6 +13,7 @@ import click
 from ..cluster.state import default_kubeconfig
 from ..k8s.client import Kube
 from ..k8s.duration import BadDuration, parse_duration
+from ..paths import POOLS_FILE, REPO
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -30,6 +31,26 @@ def duration(ctx, param, value):
         return parse_duration(value)
     except BadDuration as e:
         raise click.BadParameter(str(e)) from e
+
+
+def duration_or(word: str, meaning: float):
+    """click callback factory: a duration, or `word` (e.g. "never", "forever") meaning `meaning`."""
+    def callback(ctx, param, value):
+        if value is not None and value.strip().lower() == word:
+            return meaning
+        return duration(ctx, param, value)
+    return callback
+
+
+DEFAULT_POOLS = str(POOLS_FILE.relative_to(REPO))
+
+
+def pools_option(help: str):
+    """--pools FILE [default: manifests/node-pools.yaml]; the command gets the path to read."""
+    def resolve(ctx, param, value):
+        return POOLS_FILE if value == DEFAULT_POOLS else value
+    return click.option("--pools", "pools_file", type=click.Path(dir_okay=False), default=DEFAULT_POOLS,
+                        show_default=True, callback=resolve, help=help)
 
 
 def duration_text(ctx, param, value):

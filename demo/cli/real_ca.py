@@ -15,10 +15,9 @@ from ..k8s.errors import ApiError, Unreachable
 from ..toolchain.components import CLUSTER_AUTOSCALER
 from fake_ca.pools import PoolsError, load_pools
 
-from ..paths import POOLS_FILE, REPO, state_root
-from .options import CONTEXT_SETTINGS, duration, kube_options
+from ..paths import state_root
+from .options import CONTEXT_SETTINGS, duration, kube_options, pools_option
 
-DEFAULT_POOLS = str(POOLS_FILE.relative_to(REPO))
 
 
 def default_log() -> Path:
@@ -28,8 +27,7 @@ def default_log() -> Path:
 
 @click.command("real-ca", context_settings=CONTEXT_SETTINGS)
 @kube_options()
-@click.option("--pools", "pools_file", type=click.Path(dir_okay=False), default=DEFAULT_POOLS, show_default=True,
-              help="node pools file: the kwok provider's node groups and the published pool table come from it")
+@pools_option("node pools file: the kwok provider's node groups and the published pool table come from it")
 @click.option("--scan-interval", default="10s", callback=duration, show_default=True,
               help="the CA's --scan-interval (upstream default 10s; a new ProvisioningRequest waits for the next loop)")
 @click.option("--scale-down-unneeded-time", default="20s", callback=duration, show_default=True,
@@ -53,7 +51,7 @@ def real_ca_cmd(kube_client, kubeconfig, pools_file, scan_interval, scale_down_u
     stops it; its clean-up deletes its nodes.  Extra CA flags go after `--`.
     """
     try:
-        pools = load_pools(POOLS_FILE if pools_file == DEFAULT_POOLS else pools_file)
+        pools = load_pools(pools_file)
     except PoolsError as e:
         raise click.ClickException(str(e))
     try:

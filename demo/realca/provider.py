@@ -33,7 +33,7 @@ import yaml
 from demo.k8s.keys import (KWOK_MAX_COUNT_ANNOTATION, KWOK_MIN_COUNT_ANNOTATION, KWOK_PROVIDER_CONFIG,
                            KWOK_PROVIDER_CONFIG_KEY, KWOK_PROVIDER_TEMPLATES, KWOK_PROVIDER_TEMPLATES_KEY,
                            MANAGED_BY_LABEL, OS_LABEL, POOL_LABEL, REAL_CA_NAMESPACE)
-from fake_ca.pools import Pool
+from fake_ca.pools import Pool, taint_dicts
 
 PROVIDER_API_VERSION = "v1alpha1"
 TEMPLATE_SUFFIX = "-template"          # the provider renames a template to kwok-fake-<name>
@@ -54,12 +54,7 @@ def node_template(pool: Pool) -> dict[str, Any]:
     """The template Node of one pool's node group."""
     labels = dict(pool.labels)
     labels.update({OS_LABEL: "linux", "type": "kwok", POOL_LABEL: pool.name})
-    taints = []
-    for t in pool.taints:
-        taint = {"key": t.key, "effect": t.effect}
-        if t.value:
-            taint["value"] = t.value
-        taints.append(taint)
+    taints = taint_dicts(pool)
     return {
         "apiVersion": "v1",
         "kind": "Node",
