@@ -27,7 +27,8 @@ from demo.k8s.objects import condition, created_at, deleting, format_time, label
 from demo.k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
 from demo.k8s.runtime import Store, start_store
 
-from . import lifecycle, scaledown, status
+from . import booking, lifecycle, planner, scaledown, status
+from . import nodes as vm
 from .pools import Pool, node_manifest, pools_to_configmap
 from .request import Request, request_from_objects
 
@@ -267,10 +268,13 @@ class FakeCA:
 
     # ------------------------------------------------------------------ scale-down
     def scale_down(self) -> bool:
-        nodes, pods = self.nodes.items(), self.pods.items()
-        by_uid = {p["metadata"]["uid"]: p for p in self.provreqs.items()}
+        c = self.cluster()
+        by_uid = {p["metadata"]["uid"]: p for p in c.provreqs}
+        booked = planner.booked_nodes(booking.booked_pods(c.provreqs, c.templates, parse=c.parse),
+                                      vm.snapshot_nodes(c.nodes), c.pods)
         now = self.now()
-        plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded)
+        nodes, pods = c.nodes, c.pods
+        plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded, booked)
         for n in plan.mark:
             self._patch_node(n, {UNNEEDED_ANNOTATION: format_time(now)})
         for n in plan.clear:

@@ -283,14 +283,14 @@ def _shape(ps: PodSet) -> tuple:
             repr(ps.tolerations), repr(ps.required_terms))
 
 
-def reserve(booked: list[PodSet], candidates: list[dict], free: dict[str, dict[str, int]]) -> int:
+def reserve(booked: list[PodSet], candidates: list[dict], free: dict[str, dict[str, int]]) -> list[str]:
     """Place booked pods first-fit on the candidates and take their capacity out of `free` (in place),
     like the real autoscaler's bookCapacity (TrySchedulePods without breaking on failure): a pod
-    that fits nowhere is skipped.  Returns how many were placed.
+    that fits nowhere is skipped.  Returns the node each placed pod went to.
 
     Capacity only shrinks while booking, so a pod of a shape already placed starts its search at the
     node where the last pod of that shape went: first fit all the same, in linear time."""
-    placed = 0
+    placed: list[str] = []
     start: dict[tuple, int] = {}
     names = [obj_name(n) for n in candidates]
     for ps in booked:
@@ -301,11 +301,17 @@ def reserve(booked: list[PodSet], candidates: list[dict], free: dict[str, dict[s
             n = names[i]
             if selector_mismatch(ps, candidates[i]) is None and shortfall(need, free[n]) is None:
                 subtract(free[n], need)
-                placed += 1
+                placed.append(n)
                 break
             i += 1
         start[shape] = i
     return placed
+
+
+def booked_nodes(booked: list[PodSet], nodes: list[dict], pods: list[dict]) -> set[str]:
+    """The nodes that booked pods occupy in the snapshot: the scale-down planner sees them in use."""
+    eligible = eligible_nodes(nodes)
+    return set(reserve(list(booked), eligible, free_capacity(eligible, pods)))
 
 
 def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict],

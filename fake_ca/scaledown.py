@@ -42,11 +42,13 @@ def _busy(node_name: str, pods: list[dict]) -> bool:
 
 
 def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
-               now: datetime, unneeded_seconds: float) -> ScaleDown:
+               now: datetime, unneeded_seconds: float, booked: set[str] = frozenset()) -> ScaleDown:
     """Nodes this fake created are kept while their request's booking lasts (or while it is
-    still being provisioned); afterwards a node with no running non-daemon pods for
-    `unneeded_seconds` is deleted, never below the pool's min.  Nodes still booting are not
-    candidates: --max-node-provision-time deals with them."""
+    still being provisioned), and while booked pods of any request occupy them (`booked`:
+    planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot);
+    afterwards a node with no running non-daemon pods for `unneeded_seconds` is deleted, never
+    below the pool's min.  Nodes still booting are not candidates: --max-node-provision-time deals
+    with them."""
     out = ScaleDown()
     size: dict[str, int] = {}
     managed = [n for n in nodes if labels(n).get(MANAGED_LABEL) == "true"
@@ -61,7 +63,7 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         ann = annotations(n)
         pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION, ""))
         protected = pr is not None and not is_true(pr, FAILED) and (books(pr) or not is_true(pr, PROVISIONED))
-        needed = protected or _busy(name, pods) or booting(n)
+        needed = protected or _busy(name, pods) or booting(n) or name in booked
         since = unneeded_for(n, now)
         if needed:
             if UNNEEDED_ANNOTATION in ann:

@@ -97,18 +97,10 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
         samples = [s for _, s in rec.samples]
     admitted = any(s.workload and is_true(s.workload, ADMITTED) for s in samples)
     committed = any(s.workload and dl.committed_timeout(s.workload) for s in samples)
+    ran = any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for s in samples for p in s.pods)
     marked = any(dl.mirrored(s.job) for s in samples)
     deleted = samples[-1].job is None
-    if admitted and committed:
-        violations.append("both admitted and committed")
-    if admitted and (marked or deleted):
-        violations.append("an admitted job was marked or deleted")
-    if deleted and not committed:
-        violations.append("cleanup deleted a job without a committed timeout")
-    if committed and not marked:
-        violations.append("committed timeout never mirrored")
-    if committed and any(p.get("status", {}).get("phase") == "Running" for s in samples[-3:] for p in s.pods):
-        violations.append("pods of a timed-out job kept running")
+    violations += invariant_violations(samples, admitted, committed, ran, marked, deleted)
     reaction = None
     for s in samples:
         if s.workload and dl.committed_timeout(s.workload) and s.job:
@@ -119,10 +111,29 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
             break
     if not deleted:
         ctx.delete_job(name)
-    outcome = "admission" if admitted else ("timeout" if committed else "?")
+    outcome = "timeout" if committed else ("admission" if admitted else "?")
     if fault is not None and fault.error:
         violations.append(f"the fault's restart failed: {fault.error}")
     return SoakRun(name, outcome, violations, reaction, str(fault) if fault else "")
+
+
+def invariant_violations(samples: list, admitted: bool, committed: bool, ran: bool, marked: bool,
+                         deleted: bool) -> list[str]:
+    """The protocol's invariants over one run's observations.  A Workload that Kueue admitted and then
+    evicted (its pods never became Ready) is waiting for admission again: a timeout committed then is
+    legitimate; committing while it is Admitted, or touching a Job whose pods ran, is not."""
+    out = []
+    if any(s.workload and is_true(s.workload, ADMITTED) and dl.committed_timeout(s.workload) for s in samples):
+        out.append("a Workload was Admitted and carried a committed timeout at once")
+    if ran and (marked or deleted):
+        out.append("a Job whose pods ran was marked or deleted")
+    if deleted and not committed:
+        out.append("cleanup deleted a job without a committed timeout")
+    if committed and not marked:
+        out.append("committed timeout never mirrored")
+    if committed and any(p.get("status", {}).get("phase") == "Running" for s in samples[-3:] for p in s.pods):
+        out.append("pods of a timed-out job kept running")
+    return out
 
 
 def soak(ctx: Context, runs: int, seed: int | None = None, faults: bool = False,

@@ -142,3 +142,29 @@ def test_commit_patch_sets_inactive_and_the_decision():
     p = dl.commit_patch(AFTER)
     assert p["spec"] == {"active": False}
     assert p["metadata"]["annotations"][dl.DECISION_ANNOTATION] == "timed-out"
+
+
+def _snap(wl=None, job=None, pods=()):
+    from demo.jobs.observe import Snapshot
+    return Snapshot(job, wl, [], list(pods), [])
+
+
+def test_soak_invariants_allow_a_timeout_after_an_eviction_and_catch_real_violations():
+    from scenarios.soak import invariant_violations
+    admitted = {"status": {"conditions": [{"type": "Admitted", "status": "True"}]}}
+    committed = {"metadata": {"annotations": {dl.DECISION_ANNOTATION: "timed-out"}}}
+    both = {"metadata": committed["metadata"], "status": admitted["status"]}
+    marked_job = {"metadata": {"annotations": {dl.TERMINAL_REASON_ANNOTATION: "AdmissionTimeout"}}}
+    # admitted, evicted (pods never ran), then timed out and cleaned up: legitimate
+    seq = [_snap(admitted), _snap(committed, marked_job), _snap(committed, None)]
+    assert invariant_violations(seq, True, True, False, True, True) == []
+    assert invariant_violations([_snap(both)], True, True, False, True, False) == [
+        "a Workload was Admitted and carried a committed timeout at once"]
+    assert invariant_violations(seq, True, True, True, True, True) == ["a Job whose pods ran was marked or deleted"]
+    assert invariant_violations([_snap(None, None)], False, False, False, False, True) == [
+        "cleanup deleted a job without a committed timeout"]
+    assert invariant_violations([_snap(committed)], False, True, False, False, False) == [
+        "committed timeout never mirrored"]
+    running = {"status": {"phase": "Running"}}
+    assert "pods of a timed-out job kept running" in invariant_violations(
+        [_snap(committed, marked_job, [running])], False, True, False, True, False)

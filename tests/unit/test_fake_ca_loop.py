@@ -413,3 +413,17 @@ def test_node_views_for_the_planner():
     assert not any(t["key"] == "node.kubernetes.io/not-ready" for t in up["spec"]["taints"])
     assert vm.booting(b) and not vm.booting(up) and vm.never_boots(b)
     assert vm.snapshot_nodes([b])[0]["status"]["conditions"][-1]["status"] == "True"
+
+
+def test_a_node_given_to_a_request_by_capacity_is_found_is_not_scaled_down():
+    """The soak found it: a request got CapacityIsFound on an idle node whose scale-down timer had run
+    out, and the same loop deleted that node.  Booked pods keep their node in use, as in the real
+    scale-down planner's snapshot."""
+    from fake_ca.planner import booked_nodes
+    idle = node("n1")
+    idle["metadata"]["annotations"]["fake-ca.tau-demo.io/unneeded-since"] = ts(0)
+    given = provisioned("req-b", count=1)
+    booked = booked_nodes(booking.booked_pods([given], templates_for(given)), [idle], [])
+    assert booked == {"n1"}
+    assert scaledown.scale_down([idle], [], {}, POOLS, at(30), 10, booked).delete == []
+    assert scaledown.scale_down([idle], [], {}, POOLS, at(30), 10).delete == ["n1"]
