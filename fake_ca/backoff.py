@@ -15,7 +15,7 @@ CapacityIsNotFound.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from demo.k8s.keys import FAILED, PROVISIONED
@@ -85,7 +85,3 @@ def backed_off(state: GroupBackoff | None, now: datetime) -> bool:
 def forget_stale(states: dict[str, GroupBackoff], now: datetime, policy: GroupPolicy) -> dict[str, GroupBackoff]:
     """Drop backoff data whose last failure is older than the reset timeout."""
     return {k: v for k, v in states.items() if v.last_failure + timedelta(seconds=policy.reset) >= now}
-
-
-def extend(state: GroupBackoff, reason: str) -> GroupBackoff:
-    return replace(state, reason=reason)

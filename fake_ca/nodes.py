@@ -18,7 +18,7 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from demo.k8s.keys import BOOTS_AT_ANNOTATION, MANAGED_LABEL, NEVER_BOOTS, NODE_READY, NOT_READY_TAINT, POOL_LABEL
+from demo.k8s.keys import MANAGED_LABEL, NEVER_BOOTS, NODE_READY, NOT_READY_TAINT, POOL_LABEL
 from demo.k8s.objects import annotations, created_at, deleting, format_time, is_true, labels, name
 
 from .params import FOREVER
@@ -40,10 +40,6 @@ def managed(node: dict) -> bool:
 def booting(node: dict) -> bool:
     """A node this fake made whose VM has not come up yet."""
     return managed(node) and not is_true(node, NODE_READY)
-
-
-def never_boots(node: dict) -> bool:
-    return annotations(node).get(BOOTS_AT_ANNOTATION) == NEVER_BOOTS
 
 
 def as_upcoming(node: dict) -> dict:

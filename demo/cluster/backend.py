@@ -19,7 +19,6 @@ from typing import Protocol
 from .state import State
 
 BACKEND_NAMES = ("kwok", "kind")
-RESTARTABLE = ("kueue", "kube-apiserver")
 
 
 @dataclass(frozen=True)

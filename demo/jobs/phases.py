@@ -32,7 +32,6 @@ from ..k8s.objects import status as _status
 from ..k8s.quantity import format_quantity, parse_quantity_exact
 
 PHASES = ("Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running")
-STATES = ("done", "active", "failed", "pending")
 SYMBOLS = {"done": "✓", "active": "…", "failed": "✗", "pending": "·"}
 NAME_WIDTH = 22
 

@@ -21,15 +21,3 @@ def parse_duration(text: str) -> float:
         raise BadDuration(f"{text!r} is not a duration (examples: 90s, 5m, 1h30m)")
     h, mi, s, ms = (float(g) if g else 0.0 for g in m.groups())
     return h * 3600 + mi * 60 + s + ms / 1000
-
-
-def format_duration(seconds: float) -> str:
-    """A short human duration: 0.4s, 12s, 3m05s, 1h02m."""
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"

@@ -16,9 +16,6 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-POINTS = ("before-commit", "after-commit", "after-mirror", "after-arm")
-
-
 def _base(directory: Path, point: str, key: str) -> str:
     return str(Path(directory) / f"{point}@{key.replace('/', '_')}")
 

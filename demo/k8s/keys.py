@@ -26,12 +26,10 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"                             # on a Work
 PROVREQ_PARAM_PREFIX = "provreq.kueue.x-k8s.io/"                    # Job annotation -> ProvReq parameter
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"      # AdmissionCheck controllerName
 # Workload condition types
-ADMITTED, QUOTA_RESERVED, EVICTED, FINISHED, REQUEUED, PODS_READY = (
-    "Admitted", "QuotaReserved", "Evicted", "Finished", "Requeued", "PodsReady")
+ADMITTED, QUOTA_RESERVED, EVICTED, FINISHED, REQUEUED = "Admitted", "QuotaReserved", "Evicted", "Finished", "Requeued"
 ACTIVE = "Active"                                                    # AdmissionCheck/ClusterQueue condition
 # Workload condition reasons Kueue writes
 DEACTIVATED = "Deactivated"                                          # an external spec.active=false
-DEACTIVATED_PREFIX = "DeactivatedDueTo"                              # Kueue's own deactivations
 DEACTIVATED_DUE_TO_ADMISSION_CHECK = "DeactivatedDueToAdmissionCheck"
 REQUEUED_BY_ADMISSION_CHECK = "AdmissionCheck"                       # Requeued=False reason in retry backoff
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
@@ -48,7 +46,6 @@ ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED = (
 PROVREQ_CONDITIONS = (ACCEPTED, PROVISIONED, FAILED, BOOKING_EXPIRED, CAPACITY_REVOKED)   # display order
 CONSUME_PROVREQ_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"          # on pods
 CONSUME_PROVREQ_ANNOTATION_OLD = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"   # deprecated
-PROVREQ_CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
 # parameters the real autoscaler reads
 PARAM_NO_RETRY = "noRetry"                                           # check-capacity only
 PARAM_VALID_UNTIL = "ValidUntilSeconds"                              # documented, but no real CA code reads it
@@ -125,7 +122,6 @@ KWOK_PROVIDER_TEMPLATES_KEY = "templates"                            # the only 
 KWOK_MIN_COUNT_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/min-count"    # on a template Node
 KWOK_MAX_COUNT_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/max-count"
 CA_MAIN_LOOP_METRIC = 'cluster_autoscaler_last_activity{activity="mainSuccessful"}'   # after each good loop
-ARCH_LABEL = "kubernetes.io/arch"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"                     # added to every new Node until it is Ready
 # `tau-demo conformance`: the probes' own namespace, and the label of the free nodes a probe creates by hand
 CONFORMANCE_NAMESPACE = "tau-demo-conformance"

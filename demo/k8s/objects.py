@@ -58,11 +58,6 @@ def is_true(obj: Obj | None, ctype: str) -> bool:
     return c is not None and c.get("status") == "True"
 
 
-def is_false(obj: Obj | None, ctype: str) -> bool:
-    c = condition(obj, ctype)
-    return c is not None and c.get("status") == "False"
-
-
 def deleting(obj: Obj | None) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
 

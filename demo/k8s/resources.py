@@ -34,7 +34,6 @@ POD = Resource("", "v1", "pods", "Pod")
 POD_TEMPLATE = Resource("", "v1", "podtemplates", "PodTemplate")
 CONFIG_MAP = Resource("", "v1", "configmaps", "ConfigMap")
 NAMESPACE = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-EVENT = Resource("", "v1", "events", "Event")
 JOB = Resource("batch", "v1", "jobs", "Job")
 WORKLOAD = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 CLUSTER_QUEUE = Resource("kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False)
@@ -45,7 +44,6 @@ PROVREQ_CONFIG = Resource("kueue.x-k8s.io", "v1beta2", "provisioningrequestconfi
                           "ProvisioningRequestConfig", namespaced=False)
 PROVREQ = Resource("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-STAGE = Resource("kwok.x-k8s.io", "v1alpha1", "stages", "Stage", namespaced=False)
 VALIDATING_ADMISSION_POLICY = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
                                        "ValidatingAdmissionPolicy", namespaced=False)
 VALIDATING_ADMISSION_POLICY_BINDING = Resource("admissionregistration.k8s.io", "v1",

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
 from .lanes import LANES
 from .log import read
@@ -58,10 +58,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 def _text(s: Any) -> str:
     return escape(_CONTROL.sub("", str(s)))
-
-
-def _attr(s: Any) -> str:
-    return quoteattr(_CONTROL.sub("", str(s)))
 
 
 def _num(x: float) -> str:

@@ -269,14 +269,6 @@ CLUSTER_AUTOSCALER = Component("cluster-autoscaler", versions.CLUSTER_AUTOSCALER
 # build order: kubectl renders the other components' manifests, so it comes first
 COMPONENTS = (KUBECTL, ETCD, KUBERNETES, KWOK, KWOK_MANIFESTS, PROVREQ_CRD, KUEUE, KUEUE_MANIFESTS, KIND, ACTIONLINT,
               CLUSTER_AUTOSCALER)
-EXTRAS = {"actionlint": ACTIONLINT, "cluster-autoscaler": CLUSTER_AUTOSCALER}
-
-
-def by_name(name: str) -> Component:
-    for c in COMPONENTS:
-        if c.name == name:
-            return c
-    raise KeyError(name)
 
 
 def bin_path(binary: str) -> Path:

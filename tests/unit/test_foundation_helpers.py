@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from demo.k8s.duration import BadDuration, format_duration, parse_duration
-from demo.k8s.objects import (annotations, condition, created_at, deleting, format_time, is_false, is_true, labels,
+from demo.k8s.duration import BadDuration, parse_duration
+from demo.k8s.objects import (annotations, condition, created_at, deleting, format_time, is_true, labels,
                               meta, name_of, owned_by, parse_time, seconds_since, transition_time)
 
 
@@ -21,12 +21,6 @@ def test_parse_duration(text, seconds):
 def test_bad_durations_say_what_a_duration_looks_like(text):
     with pytest.raises(BadDuration, match="is not a duration .examples: 90s, 5m, 1h30m."):
         parse_duration(text)
-
-
-@pytest.mark.parametrize("seconds,text", [(0.44, "0.4s"), (9.96, "10.0s"), (12, "12s"), (59.6, "1m00s"), (185, "3m05s"),
-                                          (3720, "1h02m")])
-def test_format_duration(seconds, text):
-    assert format_duration(seconds) == text
 
 
 T = datetime(2026, 12, 1, 9, 30, 5, 123456, tzinfo=timezone.utc)
@@ -62,7 +56,6 @@ def test_accessors_read_plain_objects():
     assert name_of(WL) == "demo/wl" and name_of({"metadata": {"name": "n1"}}) == "n1"
     assert created_at(WL) == datetime(2026, 12, 1, 9, 30, tzinfo=timezone.utc)
     assert is_true(WL, "Admitted") and not is_true(WL, "Evicted") and not is_true(WL, "Finished")
-    assert is_false(WL, "Evicted") and not is_false(WL, "Admitted") and not is_false(WL, "Finished")
     assert condition(WL, "Evicted") == {"type": "Evicted", "status": "False"} and condition(WL, "X") is None
     assert transition_time(WL, "Admitted") == datetime(2026, 12, 1, 9, 30, 4, tzinfo=timezone.utc)
     assert transition_time(WL, "Evicted") is None
