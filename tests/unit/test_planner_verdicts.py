@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from demo.k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
+from fake_ca import planner
 from fake_ca.planner import Verdict, plan
 from fake_ca.pools import node_manifest, parse_pools
 from fake_ca.request import request_from_objects
@@ -239,11 +240,11 @@ def test_check_capacity_with_topology_needs_one_domain_with_room_for_all():
 
 # ---------------------------------------------------------------------------- limits
 
-@pytest.mark.timeout(120)
-def test_one_scale_up_may_add_at_most_1000_nodes():
-    [p] = pools({"maxNodes": 2000})
-    v = plan(request((template("ppt-main"), 1000)), [p], [], [])
-    assert (v.fits, v.new_nodes) == (True, 1000)
-    v = plan(request((template("ppt-main"), 1001)), [p], [], [])
-    assert (v.fits, v.pool, v.new_nodes, v.reason) == (False, "pool0", 1001,
-                                                       "1001 nodes exceed the 1000 allowed in one scale-up")
+def test_one_scale_up_may_add_at_most_max_nodes_per_scaleup(monkeypatch):
+    assert planner.MAX_NODES_PER_SCALEUP == 1000                   # the Cluster Autoscaler's default
+    monkeypatch.setattr(planner, "MAX_NODES_PER_SCALEUP", 3)       # the same rule, on a gang small enough to plan fast
+    [p] = pools({"maxNodes": 10})
+    v = plan(request((template("ppt-main"), 3)), [p], [], [])
+    assert (v.fits, v.new_nodes) == (True, 3)
+    v = plan(request((template("ppt-main"), 4)), [p], [], [])
+    assert (v.fits, v.pool, v.new_nodes, v.reason) == (False, "pool0", 4, "4 nodes exceed the 3 allowed in one scale-up")
