@@ -1,8 +1,8 @@
 """Mutation testing of the pure modules: run mutmut, then judge every module against the floor.
 
-    .venv/bin/python tests/mutation/report.py            # what ./test.sh --mutation runs
-    .venv/bin/python tests/mutation/report.py --reuse    # keep mutants/ and retest only what changed
-    .venv/bin/python tests/mutation/report.py --no-run   # judge the results already in mutants/
+    ./test.sh --mutation                                  # the same: every module, from scratch
+    ./test.sh --mutation --module fake_ca/lifecycle.py    # while writing tests: retest one module's mutants
+    ./test.sh --mutation --no-run                         # judge the results already in mutants/
 
 The modules are mutmut's `only_mutate` list and the floor, the equivalents file and the modules
 not yet gated are in [tool.tau-demo.mutation], all in pyproject.toml.  For every module the
@@ -73,6 +73,12 @@ def read_equivalents(path: Path) -> dict[str, str]:
     return out
 
 
+def natural(item: tuple[str, object]) -> tuple[str, int]:
+    """Mutants in function order, then by number (…__mutmut_2 before …__mutmut_10)."""
+    function, _, number = item[0].rpartition("__mutmut_")
+    return function, int(number) if number.isdigit() else 0
+
+
 def module_of(path: str) -> str:
     return path[:-3].replace("/", ".")
 
@@ -95,17 +101,17 @@ class Row:
         return None if judged == 0 else 100.0 * (self.counts["killed"] + self.counts["timeout"]) / judged
 
 
-def tally(s: Settings, equivalents: dict[str, str]) -> tuple[list[Row], list[str]]:
+def tally(s: Settings, equivalents: dict[str, str], mutants: Path = MUTANTS) -> tuple[list[Row], list[str]]:
     """One row per module from mutmut's mutants/<path>.meta files, and the problems with the equivalents list."""
     rows, seen, problems = [], set(), []
     for path in s.modules:
         row = Row(path)
-        meta = MUTANTS / (path + ".meta")
+        meta = mutants / (path + ".meta")
         if not meta.exists():
             row.missing = True
             rows.append(row)
             continue
-        for name, code in sorted(json.loads(meta.read_text())["exit_code_by_key"].items()):
+        for name, code in sorted(json.loads(meta.read_text())["exit_code_by_key"].items(), key=natural):
             st = status_of(code)
             if name in equivalents:
                 seen.add(name)
@@ -161,12 +167,18 @@ def table(rows: list[Row], s: Settings) -> str:
     return "\n".join(lines)
 
 
-def run_mutmut(max_children: int, reuse: bool) -> float:
-    if not reuse and MUTANTS.exists():
+def run_mutmut(max_children: int, modules: list[str]) -> float:
+    """Run mutmut: from scratch, or (with `modules`) again for those modules' mutants only, keeping the
+    rest of mutants/.  The stats file goes either way, so tests added or changed since the last run
+    are matched to the functions they run before any mutant is judged."""
+    if modules:
+        (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
+    elif MUTANTS.exists():
         shutil.rmtree(MUTANTS)
     MUTANTS.mkdir(exist_ok=True)
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = ["nice", "-n", "10", str(mutmut), "run", "--max-children", str(max_children)]
+    cmd += [module_of(m) + ".*" for m in modules]
     print(f"[mutation] {' '.join(cmd[3:])} (log: {LOG.relative_to(REPO)})", flush=True)
     t0 = time.monotonic()
     with open(LOG, "w") as log:
@@ -179,18 +191,38 @@ def run_mutmut(max_children: int, reuse: bool) -> float:
     return took
 
 
+def changed_lines(name: str, path: str) -> list[str]:
+    """The lines a mutant changes, as mutmut shows them ("-" original, "+" mutant)."""
+    try:
+        from mutmut.mutation.diff_apply import get_diff_for_mutant      # mutmut is only needed here
+        diff = get_diff_for_mutant(name, path=path)
+    except Exception as e:                                             # a report without diffs is still a report
+        return [f"(no diff: {e})"]
+    return [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2, help="parallel mutant runs (default: cores)")
-    ap.add_argument("--reuse", action="store_true", help="keep mutants/ from the last run and retest only what changed")
+    ap.add_argument("--module", action="append", default=[], metavar="PATH",
+                    help="retest only this module's mutants (repeatable), keep the others' results, judge only it")
     ap.add_argument("--no-run", action="store_true", help="only judge the results already in mutants/")
-    ap.add_argument("--show", type=int, default=20, help="survivors to list per failing module (default 20)")
+    ap.add_argument("--show", type=int, default=10, help="survivors to show per failing module, with their change")
     args = ap.parse_args(argv)
+    os.chdir(REPO)
 
     s = settings()
+    unknown = [m for m in args.module if m not in s.modules]
+    if unknown:
+        raise SystemExit(f"[mutation] not in [tool.mutmut] only_mutate: {', '.join(unknown)}")
     equivalents = read_equivalents(s.equivalents_file)
-    took = None if args.no_run else run_mutmut(args.max_children, args.reuse)
+    took = None if args.no_run else run_mutmut(args.max_children, args.module)
+    if args.module:
+        s.modules = args.module
     rows, problems = tally(s, equivalents)
+    if args.module:
+        judged = tuple(module_of(m) + "." for m in args.module)
+        problems = [p for p in problems if p.startswith(judged)]
     print(table(rows, s))
     if took is not None:
         print(f"[mutation] mutmut run took {took:.0f}s with {args.max_children} parallel runs")
@@ -202,12 +234,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         failed |= v.startswith("FAIL")
         names = r.untested + r.survivors
-        if names and args.show:
-            print(f"\n{r.path}: {v}; `.venv/bin/mutmut show NAME` prints the change")
+        if names and args.show and (v.startswith("FAIL") or args.module):
+            print(f"\n{r.path}: {v}")
             for name in names[:args.show]:
                 print(f"  {'no test ' if name in r.untested else 'survived'}  {name}")
+                for line in changed_lines(name, r.path):
+                    print(f"      {line.strip()[:1]} {line[1:].strip()}")
             if len(names) > args.show:
-                print(f"  ... and {len(names) - args.show} more (`.venv/bin/mutmut results`)")
+                print(f"  ... and {len(names) - args.show} more: `.venv/bin/mutmut results`, `.venv/bin/mutmut show NAME`")
     for p in problems:
         print(f"[mutation] equivalents: {p}")
     failed |= bool(problems)
