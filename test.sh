@@ -6,14 +6,21 @@
 # includes the real cluster-autoscaler (from $TAU_DEMO_CA_SOURCE, see .ci/run), which one cluster test runs.
 #   ./test.sh                 unit, then cluster tests
 #   ./test.sh --unit          unit tests only
+#   ./test.sh --mutation      mutation testing of the pure modules (tests/mutation/report.py; docs/testing.md)
 #   ./test.sh [pytest args]   passed to the cluster stage (e.g. -k race)
 set -euo pipefail
 cd "$(dirname "$0")"
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then "$python" -m venv .venv; fi
-.venv/bin/python -m pip install -q -e '.[test]'
+# (re)install only when pyproject.toml changed since the last install, so a repeated run needs no network
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -e "$stamp" ]; then
+  .venv/bin/python -m pip install -q -e '.[test]'
+  rm -f .venv/.installed-* && touch "$stamp"
+fi
 stage=all
 if [ "${1:-}" = --unit ]; then stage=unit; shift; fi
+if [ "${1:-}" = --mutation ]; then shift; exec .venv/bin/python tests/mutation/report.py "$@"; fi
 echo "[test] unit tests"
 .venv/bin/python -m pytest tests/unit -q -p no:cacheprovider
 [ "$stage" = unit ] && exit 0

@@ -37,9 +37,12 @@ def _objects(text: str, source: str) -> list[dict]:
             return
         if not isinstance(obj, dict):
             raise InputError(f"{source}: {where}: expected a Kubernetes object, got {type(obj).__name__}")
-        if obj.get("kind") == "List" or (isinstance(obj.get("kind"), str) and obj["kind"].endswith("List")
-                                          and isinstance(obj.get("items"), list)):
-            for i, item in enumerate(obj.get("items") or []):
+        kind = obj.get("kind")
+        if isinstance(kind, str) and kind.endswith("List"):          # List, PodTemplateList, ...
+            items = obj.get("items")
+            if not isinstance(items, list):
+                raise InputError(f"{source}: {where}: a {kind} needs a list of items, got {type(items).__name__}")
+            for i, item in enumerate(items):
                 add(item, f"{where}.items[{i}]")
             return
         out.append(obj)

@@ -212,8 +212,8 @@ def _parse_pool(c: _Ctx, raw: Any, path: str) -> Pool:
         c.fail(f"{path}.namePrefix",
                f"must be a non-empty prefix that makes a DNS-1123 node name with {NODE_NAME_DIGITS} digits appended (got {prefix!r})")
 
-    labels = _parse_labels(c, raw.get("labels", {}), f"{path}.labels")
-    taints = _parse_taints(c, raw.get("taints", []), f"{path}.taints")
+    labels = _parse_labels(c, raw.get("labels"), f"{path}.labels")
+    taints = _parse_taints(c, raw.get("taints"), f"{path}.taints")
     capacity = _parse_resources(c, raw["capacity"], f"{path}.capacity")
     allocatable = _parse_resources(c, raw["allocatable"], f"{path}.allocatable")
     for res, qty in allocatable.items():
@@ -260,7 +260,7 @@ def _parse_taints(c: _Ctx, raw: Any, path: str) -> tuple[Taint, ...]:
     for i, t in enumerate(raw):
         tp = f"{path}[{i}]"
         c.mapping(t, tp, _TAINT_FIELDS)
-        key, value, effect = t.get("key"), t.get("value", ""), t.get("effect")
+        key, value, effect = t.get("key"), t.get("value"), t.get("effect")
         if not is_qualified_name(key):
             c.fail(f"{tp}.key", f"must be a valid label key (got {key!r})")
         if value is None:
@@ -283,7 +283,7 @@ def _parse_resources(c: _Ctx, raw: Any, path: str) -> dict[str, str]:
             c.fail(f"{path}.{res}", "is not a valid resource name")
         if isinstance(qty, bool) or not isinstance(qty, (str, int, float)):
             c.fail(f"{path}.{res}", f"must be a quantity such as \"8\" or 900Gi (got {qty!r})")
-        text = qty if isinstance(qty, str) else str(qty)
+        text = str(qty)                       # unquoted YAML numbers (96) are kept as "96"
         try:
             milli = parse_quantity(qty)
         except ValueError as e:
@@ -344,7 +344,7 @@ def _pool_to_dict(p: Pool) -> dict:
 def pools_to_yaml(pools: list[Pool]) -> str:
     """The pools in the node-pools file format."""
     doc = {"apiVersion": API_VERSION, "kind": KIND, "pools": [_pool_to_dict(p) for p in pools]}
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return yaml.safe_dump(doc, sort_keys=False)        # block style is the default
 
 
 def pools_to_configmap(pools: list[Pool], namespace: str = POOL_TABLE[0], name: str = POOL_TABLE[1]) -> dict:

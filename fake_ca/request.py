@@ -323,5 +323,5 @@ def gang_request(namespace: str, name: str, count: int, gpus_per_pod: int, cpu: 
         _err(str(e))
     if not is_str_map(node_selector or {}):
         _err("nodeSelector must map strings to strings")
-    ps = PodSet("main", count, requests, dict(node_selector or {}), tols, [], False)
-    return Request(namespace, name, "", BEST_EFFORT_ATOMIC, [ps], {})
+    ps = PodSet("main", count, requests, dict(node_selector or {}), tols)      # no affinity, no topology
+    return Request(namespace, name, "", BEST_EFFORT_ATOMIC, [ps])

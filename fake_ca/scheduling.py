@@ -90,9 +90,9 @@ def selector_mismatch(ps: PodSet, node: dict) -> str | None:
 
 
 def demand_of(ps: PodSet) -> dict[str, int]:
-    d = dict(ps.requests)
-    d[PODS] = d.get(PODS, 0) + _ONE_POD
-    return d
+    """What one pod of `ps` takes from a node: its requests and one of the node's pod slots
+    (a container cannot request "pods", so the slot is all there is of it)."""
+    return {**ps.requests, PODS: _ONE_POD}
 
 
 def shortfall(demand: dict[str, int], free: dict[str, int]) -> tuple[str, int, int] | None:

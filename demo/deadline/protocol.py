@@ -121,7 +121,8 @@ def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decisio
     left = (deadline - now).total_seconds()
     if left > 0:
         return Decision("wait", f"deadline in {left:.1f}s", after=left)
-    return Decision("commit", f"deadline passed {-left:.1f}s ago; Workload rv {rv} not admitted; committing timeout",
+    late = (now - deadline).total_seconds()      # not -left: at the deadline itself that reads "-0.0s ago"
+    return Decision("commit", f"deadline passed {late:.1f}s ago; Workload rv {rv} not admitted; committing timeout",
                     resource_version=rv)
 
 
@@ -132,7 +133,7 @@ def decide_owner(job: dict | None, wl: dict | None, now: datetime) -> Decision:
     wl_name = meta(wl).get("name")
     committed = wl is not None and committed_timeout(wl) and not admitted(wl)
     if not committed:
-        if mirrored(job) or cleanup_after(job) or any(k in annotations(job) for k in MIRROR_KEYS):
+        if any(k in annotations(job) for k in MIRROR_KEYS):     # any mark: the mirror, its time, cleanup
             why = ("Workload is Admitted" if admitted(wl) else
                    "no Workload" if wl is None else "Workload carries no committed timeout")
             return Decision("unmark", f"stale terminal mark on the Job ({why}); removing it and disarming cleanup")
@@ -152,7 +153,7 @@ def _cleanup_timer(job: dict, now: datetime, arm_why: str, wait_what: str, delet
     left = (due - now).total_seconds()
     if left > 0:
         return Decision("wait", f"{wait_what} in {left:.1f}s", after=left)
-    return Decision("delete", delete_why(-left))
+    return Decision("delete", delete_why((now - due).total_seconds()))
 
 
 def decide_legacy(job: dict | None, wl: dict | None, now: datetime) -> Decision:

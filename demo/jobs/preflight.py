@@ -38,7 +38,7 @@ class Gang:
 
     @classmethod
     def parse(cls, text: str) -> "Gang":
-        m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text or "")
+        m = isinstance(text, str) and re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
         if not m:
             raise GangError(f"--gang {text!r}: expected PODSxGPUS, e.g. 2x8")
         pods, gpus = int(m.group(1)), int(m.group(2))
@@ -97,7 +97,7 @@ def check_profile(profile: str, local_queue: dict | None, cluster_queue: dict | 
         if not active:
             return no(f"AdmissionCheck {name} is not Active ({msg})")
         params = (ac.get("spec") or {}).get("parameters") or {}
-        prc = prov_configs.get(params.get("name", ""))
+        prc = prov_configs.get(params.get("name"))
         if params.get("kind") != "ProvisioningRequestConfig" or prc is None:
             return no(f"AdmissionCheck {name} parameters do not resolve to a ProvisioningRequestConfig")
         if not ((prc.get("spec") or {}).get("provisioningClassName") or "").strip():

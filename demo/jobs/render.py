@@ -15,7 +15,7 @@ JOB_TEMPLATE = MANIFESTS / "gpu-job.yaml"
 
 
 def new_name(prefix: str = "job-train") -> str:
-    return f"{prefix}-{secrets.token_hex(3)[:5]}"
+    return f"{prefix}-{secrets.token_hex(3)[1:]}"       # five random hex digits
 
 
 def job_template() -> dict:

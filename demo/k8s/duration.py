@@ -13,11 +13,14 @@ class BadDuration(ValueError):
 
 def parse_duration(text: str) -> float:
     """Seconds.  BadDuration (a ValueError) with an example when `text` is not a duration."""
-    t = (text or "").strip() if isinstance(text, str) else ""
+    bad = BadDuration(f"{text!r} is not a duration (examples: 90s, 5m, 1h30m)")
+    if not isinstance(text, str):
+        raise bad
+    t = text.strip()
     if re.fullmatch(r"\d+(\.\d+)?", t):
         return float(t)
     m = _DURATION.match(t)
-    if not t or not m or not any(m.groups()):
-        raise BadDuration(f"{text!r} is not a duration (examples: 90s, 5m, 1h30m)")
+    if not m or not any(m.groups()):          # "" matches with every group empty
+        raise bad
     h, mi, s, ms = (float(g) if g else 0.0 for g in m.groups())
     return h * 3600 + mi * 60 + s + ms / 1000

@@ -80,7 +80,7 @@ def parse_time(text: str | None) -> datetime | None:
     if not text or not isinstance(text, str):
         return None
     try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        t = datetime.fromisoformat(text)          # Python >= 3.11 reads "Z" itself
     except ValueError:
         return None
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)

@@ -79,7 +79,8 @@ def _pods_state(pods: list[Obj]) -> str:
     if not counts:
         return "0"
     order = {k: i for i, k in enumerate(_POD_ORDER)}
-    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+    last = len(_POD_ORDER)        # phases this list does not know go after the known ones, by name
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (order.get(kv[0], last), kv[0])))
 
 
 def snapshot_states(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj],

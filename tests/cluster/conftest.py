@@ -29,6 +29,17 @@ from scenarios.harness import Context, poll_until
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
 BACKEND = os.environ.get("TAU_DEMO_TEST_BACKEND", "kwok")         # kind: on a Docker engine (tests/kind/)
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+# pytest-timeout, per cluster test: the first one also brings the session's cluster up.  Unit tests
+# keep the default in pyproject.toml; a test may still set its own with @pytest.mark.timeout.
+CLUSTER_TEST_TIMEOUT = 900
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(CLUSTER_TEST_TIMEOUT))
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ def tau(*args, env=None):
                           env=env or dict(os.environ), timeout=120)
 
 
+@pytest.mark.subprocess
 def test_toolchain_without_go_and_without_cache_says_what_to_do(tmp_path):
     env = dict(os.environ, TAU_DEMO_CACHE=str(tmp_path / "empty-cache"),
                PATH=os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
@@ -33,6 +34,7 @@ def test_toolchain_without_go_and_without_cache_says_what_to_do(tmp_path):
     assert r.returncode == 1 and "run `tau-demo toolchain ensure`" in r.stderr
 
 
+@pytest.mark.subprocess
 def test_cluster_up_with_the_apiserver_port_taken_fails_before_creating_anything(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -46,11 +48,13 @@ def test_cluster_up_with_the_apiserver_port_taken_fails_before_creating_anything
     assert not (tmp_path / "state" / "clusters" / "port-test").exists()
 
 
+@pytest.mark.subprocess
 def test_cluster_down_with_nothing_running_succeeds(tmp_path):
     r = tau("cluster", "down", "--name", "nothing-here", env=dict(os.environ, TAU_DEMO_STATE=str(tmp_path)))
     assert r.returncode == 0 and "nothing to do" in r.stdout
 
 
+@pytest.mark.subprocess
 def test_dead_apiserver_is_reported_not_a_traceback(tmp_path):
     kc = tmp_path / "kubeconfig"
     kc.write_text("""apiVersion: v1

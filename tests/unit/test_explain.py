@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import click
@@ -11,6 +12,9 @@ from click.testing import CliRunner
 
 from demo.cli.fake_ca import explain_cmd as explain
 from demo.paths import POOLS_FILE as DEFAULT_POOLS
+from fake_ca.explain import InputError, read_source
+from fake_ca.explain import explain as explain_text
+from fake_ca.pools import load_pools
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 KEY = "demo/job-train-5f2a1-gpu-provisioning-1"
@@ -133,3 +137,103 @@ def test_bad_pools_file_exit_1(tmp_path):
 
 def test_filename_is_required():
     assert run().exit_code == 2     # click usage error
+
+
+# ---------------------------------------------------------------------------- the bundle reader, directly
+
+POOLS = load_pools(DEFAULT_POOLS)
+
+
+def explain_docs(docs, source="bundle.yaml"):
+    return explain_text(yaml.safe_dump_all(docs), source, POOLS)
+
+
+def input_error(text, source="bundle.yaml") -> str:
+    with pytest.raises(InputError) as e:
+        explain_text(text, source, POOLS)
+    return str(e.value)
+
+
+def test_a_fitting_bundle_exits_0_with_the_planners_line():
+    assert explain_docs(bundle()) == (0, f"provreq {KEY}: gang needs 2 node(s) of gpupool (max 2): fits")
+
+
+def test_yaml_errors_are_one_line_naming_the_source():
+    assert input_error("kind: [unclosed\n", "in.yaml") == (
+        "in.yaml: invalid YAML: while parsing a flow sequence in \"<unicode string>\", line 1, column 7: "
+        "kind: [unclosed ^ expected ',' or ']', but got '<stream end>' in \"<unicode string>\", line 2, column 1: ^")
+
+
+def test_errors_name_the_document_and_list_item():
+    docs = bundle()
+    text = yaml.safe_dump_all(docs[:1]) + "---\n- not an object\n"
+    assert input_error(text) == "bundle.yaml: document 2: expected a Kubernetes object, got list"
+    wrapped = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [docs[0], "oops"]})
+    assert input_error(wrapped) == "bundle.yaml: document 1.items[1]: expected a Kubernetes object, got str"
+
+
+@pytest.mark.parametrize("kind", ["List", "PodTemplateList"])
+def test_any_list_kind_is_unwrapped(kind):
+    docs = bundle()
+    text = yaml.safe_dump_all([docs[0], {"apiVersion": "v1", "kind": kind, "items": docs[1:]}])
+    assert explain_text(text, "b.yaml", POOLS)[0] == 0
+
+
+def test_a_list_without_items_is_refused():
+    text = yaml.safe_dump_all(bundle() + [{"apiVersion": "v1", "kind": "List", "items": "oops"}])
+    assert input_error(text) == "bundle.yaml: document 3: a List needs a list of items, got str"
+
+
+def test_an_object_with_an_items_field_is_not_a_list():
+    docs = bundle()
+    docs[0]["items"] = []
+    assert explain_docs(docs)[0] == 0
+
+
+def test_several_requests_are_named():
+    second = bundle()[0]
+    second["metadata"] = {"name": "other"}
+    assert input_error(yaml.safe_dump_all([bundle()[0], second])) == (
+        "bundle.yaml: 2 ProvisioningRequests found (demo/job-train-5f2a1-gpu-provisioning-1, default/other); "
+        "pass one at a time")
+
+
+def test_a_template_given_twice_is_refused():
+    docs = bundle()
+    assert input_error(yaml.safe_dump_all(docs + docs[1:])) == (
+        f"bundle.yaml: PodTemplate {docs[1]['metadata']['name']} appears twice")
+
+
+def test_documents_of_other_kinds_are_ignored():
+    docs = bundle() + [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, None]
+    assert explain_docs(docs)[0] == 0
+
+
+@pytest.mark.parametrize("class_name", [None, "", 5])
+def test_a_request_without_a_class_is_invalid(class_name):
+    docs = bundle(provisioningClassName=class_name)
+    assert input_error(yaml.safe_dump_all(docs)) == f"provreq {KEY}: spec.provisioningClassName is required"
+
+
+def test_a_request_without_name_or_namespace_is_named_by_defaults():
+    assert input_error(yaml.safe_dump({"kind": "ProvisioningRequest"})) == (
+        "provreq default/?: spec.provisioningClassName is required")
+
+
+def test_read_source_names_stdin(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: X\n"))
+    assert read_source("-") == ("kind: X\n", "<stdin>")
+
+
+def test_read_source_says_why_a_file_cannot_be_read(tmp_path):
+    with pytest.raises(InputError, match=rf"^{tmp_path}/missing.yaml: cannot read: No such file or directory$"):
+        read_source(str(tmp_path / "missing.yaml"))
+    with pytest.raises(InputError, match=rf"^{tmp_path}: cannot read: Is a directory$"):
+        read_source(str(tmp_path))
+    binary = tmp_path / "bundle.bin"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(InputError, match=rf"^{binary}: cannot read: 'utf-8' codec can't decode byte 0xff in position 0"):
+        read_source(str(binary))
+    good = tmp_path / "ok.yaml"
+    good.write_text("a: 1\n")
+    assert read_source(str(good)) == ("a: 1\n", str(good))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from demo.k8s.duration import BadDuration, parse_duration
 from demo.k8s.objects import (annotations, condition, created_at, deleting, format_time, is_true, labels,
-                              meta, name_of, owned_by, parse_time, seconds_since, transition_time)
+                              meta, name, name_of, owned_by, parse_time, seconds_since, spec, status, transition_time,
+                              uid)
 
 
 @pytest.mark.parametrize("text,seconds", [("90s", 90), ("1m30s", 90), ("2h", 7200), ("1.5m", 90),
@@ -17,7 +19,7 @@ def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "soon", "-3", "5x", "m", "1.5.2s", None, "3 s"])
+@pytest.mark.parametrize("text", ["", "   ", "soon", "-3", "5x", "m", "1.5.2s", None, "3 s", 90, ["90s"]])
 def test_bad_durations_say_what_a_duration_looks_like(text):
     with pytest.raises(BadDuration, match="is not a duration .examples: 90s, 5m, 1h30m."):
         parse_duration(text)
@@ -44,6 +46,26 @@ def test_a_timestamp_without_zone_is_utc():
     assert parse_time("2026-12-01T09:30:05") == T.replace(microsecond=0)
 
 
+def test_a_timestamp_with_an_offset_keeps_its_offset():
+    t = parse_time("2026-12-01T10:30:05+01:00")
+    assert t == T.replace(microsecond=0) and t.utcoffset() == timedelta(hours=1)
+
+
+@pytest.fixture
+def local_zone_far_from_utc(monkeypatch):
+    """The machine's local time zone at UTC+5:30 (a POSIX TZ string: no tz database needed)."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_written_timestamps_are_utc_whatever_the_machines_time_zone(local_zone_far_from_utc):
+    assert format_time(datetime(2026, 12, 1, 10, 30, 5, tzinfo=timezone(timedelta(hours=1)))) == "2026-12-01T09:30:05Z"
+    assert format_time(T, micro=True) == "2026-12-01T09:30:05.123456Z"
+
+
 WL = {"metadata": {"name": "wl", "namespace": "demo", "labels": {"a": "1"}, "annotations": {"b": "2"},
                    "creationTimestamp": "2026-12-01T09:30:00Z", "uid": "u",
                    "ownerReferences": [{"uid": "job-uid", "controller": True}, {"uid": "other"}]},
@@ -53,7 +75,9 @@ WL = {"metadata": {"name": "wl", "namespace": "demo", "labels": {"a": "1"}, "ann
 
 def test_accessors_read_plain_objects():
     assert meta(WL)["name"] == "wl" and labels(WL) == {"a": "1"} and annotations(WL) == {"b": "2"}
+    assert name(WL) == "wl" and uid(WL) == "u" and spec(WL) == {} and status(WL) == WL["status"]
     assert name_of(WL) == "demo/wl" and name_of({"metadata": {"name": "n1"}}) == "n1"
+    assert name_of({"metadata": {"namespace": "demo"}}) == "demo/?" and name_of({}) == "?"
     assert created_at(WL) == datetime(2026, 12, 1, 9, 30, tzinfo=timezone.utc)
     assert is_true(WL, "Admitted") and not is_true(WL, "Evicted") and not is_true(WL, "Finished")
     assert condition(WL, "Evicted") == {"type": "Evicted", "status": "False"} and condition(WL, "X") is None
@@ -70,6 +94,7 @@ def test_accessors_read_plain_objects():
                                  {"status": {"conditions": None}}, {"status": {"conditions": ["junk", None]}}])
 def test_malformed_objects_read_as_empty(obj):
     assert meta(obj) == {} and labels(obj) == {} and annotations(obj) == {}
+    assert name(obj) == "" and uid(obj) == "" and spec(obj) == {}
     assert condition(obj, "Admitted") is None and not is_true(obj, "Admitted") and not deleting(obj)
 
 

@@ -92,3 +92,110 @@ def test_malformed_gang(text):
 
 def test_gang_accepts_common_spellings():
     assert Gang.parse(" 2X8 ") == Gang(2, 8) == Gang.parse("2×8")
+
+
+def ready_line(reason):
+    return [f"preflight: profile gpu-a100-8 ProvisioningReady=False: {reason}"]
+
+
+def test_admission_check_without_an_active_condition_yet():
+    ac = copy.deepcopy(REC["AdmissionCheck"])
+    ac["status"]["conditions"] = [c for c in ac["status"]["conditions"] if c["type"] != "Active"]
+    r = profile(acs={"gpu-provisioning": ac})
+    assert (r.code, r.lines) == (1, ready_line("AdmissionCheck gpu-provisioning is not Active (no condition yet)"))
+
+
+def test_inactive_admission_check_without_a_message():
+    ac = copy.deepcopy(REC["AdmissionCheck"])
+    ac["status"]["conditions"] = [{"type": "Active", "status": "False", "reason": "Unknown"}]
+    r = profile(acs={"gpu-provisioning": ac})
+    assert (r.code, r.lines) == (1, ready_line("AdmissionCheck gpu-provisioning is not Active ()"))
+
+
+def test_missing_admission_check_says_what_goes_wrong_without_it():
+    r = profile(acs={})
+    assert (r.code, r.lines) == (1, ready_line(
+        "ClusterQueue gpu-a100 has no AdmissionCheck with controller kueue.x-k8s.io/provisioning-request; "
+        "without it Kueue admits without waiting for capacity"))
+
+
+def test_an_admission_check_of_another_controller_does_not_count():
+    ac = copy.deepcopy(REC["AdmissionCheck"])
+    ac["spec"]["controllerName"] = "example.com/other"
+    assert profile(acs={"gpu-provisioning": ac}).lines[0].endswith("without it Kueue admits without waiting for capacity")
+
+
+def test_checks_listed_directly_on_the_cluster_queue_count_too():
+    cq = copy.deepcopy(REC["ClusterQueue"])
+    del cq["spec"]["admissionChecksStrategy"]
+    cq["spec"]["admissionChecks"] = ["gpu-provisioning"]
+    r = profile(cq=cq)
+    assert (r.code, r.lines) == (0, ["preflight: profile gpu-a100-8 ProvisioningReady=True"])
+
+
+@pytest.mark.parametrize("parameters", [
+    {"apiGroup": "kueue.x-k8s.io", "kind": "ConfigMap", "name": "gpu-provisioning"},       # the wrong kind
+    {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "other"},  # names nothing
+    {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig"},                   # no name
+])
+def test_parameters_must_name_an_existing_provisioning_request_config(parameters):
+    ac = copy.deepcopy(REC["AdmissionCheck"])
+    ac["spec"]["parameters"] = parameters
+    r = profile(acs={"gpu-provisioning": ac})
+    assert (r.code, r.lines) == (1, ready_line(
+        "AdmissionCheck gpu-provisioning parameters do not resolve to a ProvisioningRequestConfig"))
+
+
+@pytest.mark.parametrize("class_name", [" ", "", None])
+def test_provisioning_config_without_a_class_names_it(class_name):
+    prc = copy.deepcopy(REC["ProvisioningRequestConfig"])
+    if class_name is None:
+        del prc["spec"]["provisioningClassName"]
+    else:
+        prc["spec"]["provisioningClassName"] = class_name
+    r = profile(prcs={"gpu-provisioning": prc})
+    assert (r.code, r.lines) == (1, ready_line("ProvisioningRequestConfig gpu-provisioning has no provisioningClassName"))
+
+
+def test_the_flavor_places_the_gang_nodes_selected_by_its_labels():
+    flavor = copy.deepcopy(REC["ResourceFlavor"])
+    flavor["spec"]["nodeLabels"] = {"agentpool": "cpupool"}
+    r = check_gang(Gang(2, 8), POOLS, flavor)
+    assert (r.code, r.lines) == (2, ["preflight: does not fit: pod of main matches no pool "
+                                     "(gpupool: nodeSelector agentpool=cpupool does not match (agentpool=gpupool))"])
+
+
+def test_the_flavor_must_tolerate_the_pools_taints():
+    flavor = copy.deepcopy(REC["ResourceFlavor"])
+    del flavor["spec"]["tolerations"]
+    r = check_gang(Gang(2, 8), POOLS, flavor)
+    assert (r.code, r.lines) == (2, ["preflight: does not fit: pod of main matches no pool "
+                                     "(gpupool: taint sku=gpu:NoSchedule is not tolerated)"])
+
+
+def test_gang_too_big_for_the_pool_says_how_many_nodes():
+    r = check_gang(Gang(3, 8), POOLS, REC["ResourceFlavor"])
+    assert (r.code, r.lines) == (2, ["preflight: gang needs 3 node(s) of gpupool (max 2): does not fit: "
+                                     "pool gpupool has 0 node(s) and max 2, 3 more needed"])
+
+
+@pytest.mark.parametrize("text, gang", [("1x1", Gang(1, 1)), ("1000x64", Gang(1000, 64)), ("16 x 8", Gang(16, 8))])
+def test_gang_limits_are_inclusive(text, gang):
+    assert Gang.parse(text) == gang and str(gang) == f"{gang.pods}x{gang.gpus}"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("0x8", "a gang of 0 pods runs nothing; give 1..1000 pods, e.g. 2x8"),
+    ("1001x8", "at most 1000 pods of at most 64 GPUs each"),
+    ("8x0", "pods of 0 GPUs ask for no GPU capacity, so there is nothing to provision; give 1..64 GPUs per pod, e.g. 8x8"),
+    ("8x65", "at most 1000 pods of at most 64 GPUs each")])
+def test_gang_outside_the_limits_says_the_limits(text, says):
+    with pytest.raises(GangError) as err:
+        Gang.parse(text)
+    assert str(err.value) == f"--gang '{text}': {says}"
+
+
+@pytest.mark.parametrize("text", ["2by8", "", None, 28])
+def test_gang_that_is_not_podsxgpus_shows_an_example(text):
+    with pytest.raises(GangError, match=r"^--gang .*: expected PODSxGPUS, e\.g\. 2x8$"):
+        Gang.parse(text)

@@ -28,11 +28,12 @@ def created(job):
 def test_recorded_unadmitted_workload_is_committed_after_its_deadline(state):
     r = REC[state]
     job = with_deadline(r["job"])
+    rv = r["workload"]["metadata"]["resourceVersion"]
     before = dl.decide_workload(job, r["workload"], created(job) + timedelta(seconds=5))
-    assert before.action == "wait"
+    assert before == dl.Decision("wait", "deadline in 15.0s", after=15.0)
     after = dl.decide_workload(job, r["workload"], created(job) + timedelta(seconds=25))
-    assert after.action == "commit"
-    assert after.resource_version == r["workload"]["metadata"]["resourceVersion"]
+    assert after == dl.Decision("commit", f"deadline passed 5.0s ago; Workload rv {rv} not admitted; committing timeout",
+                                resource_version=rv)
 
 
 @pytest.mark.parametrize("state", ["admitted", "finished"])
@@ -41,8 +42,10 @@ def test_recorded_admitted_workload_is_never_timed_out(state):
     job = with_deadline(r["job"], 1)
     for later in (5, 3600):
         now = created(job) + timedelta(seconds=later)
-        assert dl.decide_workload(job, r["workload"], now).action == "none"
-        assert dl.decide_owner(job, r["workload"], now).action == "none"
+        rv = r["workload"]["metadata"]["resourceVersion"]
+        assert dl.decide_workload(job, r["workload"], now) == dl.Decision(
+            "none", f"Workload rv {rv} is Admitted: admission won, no action")
+        assert dl.decide_owner(job, r["workload"], now) == dl.Decision("none", "nothing to mirror")
 
 
 def test_recorded_commit_with_kueues_loose_quota_write_still_counts_as_timeout():
@@ -51,7 +54,9 @@ def test_recorded_commit_with_kueues_loose_quota_write_still_counts_as_timeout()
     wl = r["workload"]
     assert wl["spec"]["active"] is False and any(c["type"] == "QuotaReserved" and c["status"] == "True"
                                                  for c in wl["status"]["conditions"])
-    assert dl.decide_workload(r["job"], wl, created(r["job"]) + timedelta(hours=1)).action == "none"
+    # the reason pins the branch: the Workload is also inactive, which alone would give "none" too
+    d = dl.decide_workload(r["job"], wl, created(r["job"]) + timedelta(hours=1))
+    assert d == dl.Decision("none", "timeout already committed on the Workload")
 
 
 @pytest.mark.parametrize("state", ["committed-timeout", "committed-timeout-evicted"])
@@ -60,7 +65,9 @@ def test_recorded_committed_timeout_is_mirrored_to_its_job(state):
     job = yaml.safe_load(yaml.safe_dump(r["job"]))
     for k in dl.MIRROR_KEYS:
         job["metadata"].get("annotations", {}).pop(k, None)
-    assert dl.decide_owner(job, r["workload"], created(job) + timedelta(minutes=1)).action == "mirror"
+    wl_name = r["workload"]["metadata"]["name"]
+    assert dl.decide_owner(job, r["workload"], created(job) + timedelta(minutes=1)) == dl.Decision(
+        "mirror", f"Workload {wl_name} carries a committed timeout; mirroring it to the Job")
 
 
 def test_recorded_deactivated_workload_fails_the_capacity_phase():

@@ -1,0 +1,255 @@
+"""Mutation testing of the pure modules: run mutmut, then judge every module against the floor.
+
+    ./test.sh --mutation                                  # the same: every module, from scratch
+    ./test.sh --mutation --module fake_ca/lifecycle.py    # while writing tests: retest one module's mutants
+    ./test.sh --mutation --no-run                         # judge the results already in mutants/
+
+The modules are mutmut's `only_mutate` list and the floor, the equivalents file and the modules
+not yet gated are in [tool.tau-demo.mutation], all in pyproject.toml.  For every module the
+table shows killed (a test failed), timeout (the tests hung: counted as killed), survived
+(every test passed), no-test (no test runs the mutated function), the listed equivalents and
+the score killed / (mutants - equivalents).  A gated module fails below the floor or with any
+mutant that no test runs.  An equivalents entry that names no surviving mutant fails too, so
+the list cannot rot.  Exit 0 when every gated module passes, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MUTANTS = REPO / "mutants"
+LOG = MUTANTS / "mutmut-run.log"
+
+# mutmut 3.8.1's exit codes (mutmut/stats.py status_by_exit_code), folded into our columns
+_STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no-test", 33: "no-test",
+           -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 36: "timeout", None: "not-checked"}
+COLUMNS = ("killed", "timeout", "survived", "no-test", "equivalent", "other")
+
+
+def status_of(exit_code: int | None) -> str:
+    return _STATUS.get(exit_code, "other")
+
+
+@dataclass
+class Settings:
+    modules: list[str]
+    floor: float
+    equivalents_file: Path
+    not_gated: set[str]
+
+
+def settings(pyproject: Path = REPO / "pyproject.toml") -> Settings:
+    data = tomllib.loads(pyproject.read_text())
+    tool = data["tool"]
+    mine = tool["tau-demo"]["mutation"]
+    return Settings(modules=list(tool["mutmut"]["only_mutate"]), floor=float(mine["floor"]),
+                    equivalents_file=REPO / mine["equivalents"], not_gated=set(mine.get("not_gated", [])))
+
+
+def read_equivalents(path: Path) -> dict[str, str]:
+    """mutant name -> reason, from lines "<name>  <reason>"; blank lines and # comments skipped."""
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, reason = line.partition(" ")
+        if not reason.strip():
+            raise SystemExit(f"{path}:{n}: {name}: every equivalent mutant needs a one-line reason")
+        out[name] = reason.strip()
+    return out
+
+
+def natural(item: tuple[str, object]) -> tuple[str, int]:
+    """Mutants in function order, then by number (…__mutmut_2 before …__mutmut_10)."""
+    function, _, number = item[0].rpartition("__mutmut_")
+    return function, int(number) if number.isdigit() else 0
+
+
+def module_of(path: str) -> str:
+    return path[:-3].replace("/", ".")
+
+
+@dataclass
+class Row:
+    path: str
+    counts: Counter = field(default_factory=Counter)
+    survivors: list[str] = field(default_factory=list)
+    untested: list[str] = field(default_factory=list)
+    missing: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def score(self) -> float | None:
+        judged = self.total - self.counts["equivalent"]
+        return None if judged == 0 else 100.0 * (self.counts["killed"] + self.counts["timeout"]) / judged
+
+
+def tally(s: Settings, equivalents: dict[str, str], mutants: Path = MUTANTS) -> tuple[list[Row], list[str]]:
+    """One row per module from mutmut's mutants/<path>.meta files, and the problems with the equivalents list."""
+    rows, seen, problems = [], set(), []
+    for path in s.modules:
+        row = Row(path)
+        meta = mutants / (path + ".meta")
+        if not meta.exists():
+            row.missing = True
+            rows.append(row)
+            continue
+        for name, code in sorted(json.loads(meta.read_text())["exit_code_by_key"].items(), key=natural):
+            st = status_of(code)
+            if name in equivalents:
+                seen.add(name)
+                if st != "survived":
+                    problems.append(f"{name} is listed as equivalent but is {st}: remove it from the list")
+                    row.counts[st] += 1
+                    continue
+                st = "equivalent"
+            row.counts[st if st in COLUMNS else "other"] += 1
+            if st == "survived":
+                row.survivors.append(name)
+            elif st == "no-test":
+                row.untested.append(name)
+        rows.append(row)
+    mutated = {module_of(p) for p in s.modules}
+    for name in sorted(set(equivalents) - seen):
+        where = "a module that is not mutated" if not any(name.startswith(m + ".") for m in mutated) else "no mutant"
+        problems.append(f"{name} is listed as equivalent but names {where} (renumbered after an edit?): "
+                        "find the mutant again with `mutmut results` / `mutmut show` and fix the list")
+    return rows, problems
+
+
+def verdict(row: Row, s: Settings) -> str:
+    if row.missing:
+        return "FAIL: no results"
+    gated = row.path not in s.not_gated
+    problems = []
+    if row.score is not None and row.score < s.floor:
+        problems.append(f"below {s.floor:g}%")
+    if row.counts["no-test"]:
+        problems.append("mutants without a test")
+    if row.counts["other"]:
+        problems.append("unjudged mutants")
+    if not problems:
+        return "ok"
+    return ("FAIL: " if gated else "not gated: ") + ", ".join(problems)
+
+
+def table(rows: list[Row], s: Settings) -> str:
+    width = max(len(r.path) for r in rows)
+    head = f"{'module'.ljust(width)}  {'mutants':>7}  " + "  ".join(f"{c:>10}" for c in COLUMNS) + "   score  verdict"
+    lines = [head, "-" * len(head)]
+    total = Row("total")
+    for r in rows:
+        total.counts.update(r.counts)
+        score = "   n/a" if r.score is None else f"{r.score:5.1f}%"
+        lines.append(f"{r.path.ljust(width)}  {r.total:7d}  " + "  ".join(f"{r.counts[c]:10d}" for c in COLUMNS)
+                     + f"  {score}  {verdict(r, s)}")
+    lines.append("-" * len(head))
+    score = "   n/a" if total.score is None else f"{total.score:5.1f}%"
+    lines.append(f"{'all modules'.ljust(width)}  {total.total:7d}  "
+                 + "  ".join(f"{total.counts[c]:10d}" for c in COLUMNS) + f"  {score}")
+    return "\n".join(lines)
+
+
+def run_mutmut(max_children: int, modules: list[str]) -> float:
+    """Run mutmut: from scratch, or (with `modules`) again for those modules' mutants only, keeping the
+    rest of mutants/.  The stats file goes either way, so tests added or changed since the last run
+    are matched to the functions they run before any mutant is judged."""
+    if modules:
+        (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
+    elif MUTANTS.exists():
+        shutil.rmtree(MUTANTS)
+    MUTANTS.mkdir(exist_ok=True)
+    mutmut = Path(sys.executable).with_name("mutmut")
+    cmd = ["nice", "-n", "10", str(mutmut), "run", "--max-children", str(max_children)]
+    cmd += [module_of(m) + ".*" for m in modules]
+    print(f"[mutation] {' '.join(cmd[3:])} (log: {LOG.relative_to(REPO)})", flush=True)
+    t0 = time.monotonic()
+    with open(LOG, "w") as log:
+        rc = subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT).returncode
+    took = time.monotonic() - t0
+    if rc != 0:
+        tail = LOG.read_text(errors="replace").replace("\r", "\n").splitlines()[-30:]
+        print("\n".join(tail))
+        raise SystemExit(f"[mutation] mutmut failed (exit {rc}); full log in {LOG}")
+    return took
+
+
+def changed_lines(name: str, path: str) -> list[str]:
+    """The lines a mutant changes, as mutmut shows them ("-" original, "+" mutant)."""
+    try:
+        from mutmut.mutation.diff_apply import get_diff_for_mutant      # mutmut is only needed here
+        diff = get_diff_for_mutant(name, path=path)
+    except Exception as e:                                             # a report without diffs is still a report
+        return [f"(no diff: {e})"]
+    return [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2, help="parallel mutant runs (default: cores)")
+    ap.add_argument("--module", action="append", default=[], metavar="PATH",
+                    help="retest only this module's mutants (repeatable), keep the others' results, judge only it")
+    ap.add_argument("--no-run", action="store_true", help="only judge the results already in mutants/")
+    ap.add_argument("--show", type=int, default=10, help="survivors to show per failing module, with their change")
+    args = ap.parse_args(argv)
+    os.chdir(REPO)
+
+    s = settings()
+    unknown = [m for m in args.module if m not in s.modules]
+    if unknown:
+        raise SystemExit(f"[mutation] not in [tool.mutmut] only_mutate: {', '.join(unknown)}")
+    equivalents = read_equivalents(s.equivalents_file)
+    took = None if args.no_run else run_mutmut(args.max_children, args.module)
+    if args.module:
+        s.modules = args.module
+    rows, problems = tally(s, equivalents)
+    if args.module:
+        judged = tuple(module_of(m) + "." for m in args.module)
+        problems = [p for p in problems if p.startswith(judged)]
+    print(table(rows, s))
+    if took is not None:
+        print(f"[mutation] mutmut run took {took:.0f}s with {args.max_children} parallel runs")
+
+    failed = False
+    for r in rows:
+        v = verdict(r, s)
+        if v == "ok":
+            continue
+        failed |= v.startswith("FAIL")
+        names = r.untested + r.survivors
+        if names and args.show and (v.startswith("FAIL") or args.module):
+            print(f"\n{r.path}: {v}")
+            for name in names[:args.show]:
+                print(f"  {'no test ' if name in r.untested else 'survived'}  {name}")
+                for line in changed_lines(name, r.path):
+                    print(f"      {line.strip()[:1]} {line[1:].strip()}")
+            if len(names) > args.show:
+                print(f"  ... and {len(names) - args.show} more: `.venv/bin/mutmut results`, `.venv/bin/mutmut show NAME`")
+    for p in problems:
+        print(f"[mutation] equivalents: {p}")
+    failed |= bool(problems)
+    print(f"[mutation] {'FAILED' if failed else 'passed'}: floor {s.floor:g}% killed per gated module, "
+          f"no mutant without a test ({len(equivalents)} equivalent mutants listed in "
+          f"{s.equivalents_file.relative_to(REPO)})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
