@@ -12,10 +12,12 @@ controller's CPU, and the protocol's invariants checked on every Job.
   T + i/N seconds: all N deadlines pass within one second, T is --lead seconds after the start.
 - A client-side watch on the Jobs and the Workloads stamps every event with the time it arrived
   (time.time(), milliseconds); the latency of Job i is the arrival of the first Workload event that
-  carries the committed decision, minus its deadline.  The controller's own decision-time annotation
-  is reported beside it.
+  carries the committed decision, minus its deadline.  Beside it: the controller's decision-time
+  annotation (when it sent the commit) and the commit's PATCH round trip (from its log), which split
+  the latency into the controller's part and the apiserver's.
 - The controller's CPU time (utime + stime from /proc) is read before the Jobs are created, at T - 0.5 s,
-  when the last decision arrived, and when cleanup deleted the last Job.
+  when the last decision arrived, and when cleanup deleted the last Job.  The apiserver's /metrics,
+  read at T - 1.5 s and when the last decision arrived, give its CPU and writes over the burst.
 - Afterwards demo.deadline.invariants checks every Job's history (committed => mirrored, never admitted
   and committed, mirror after commit, cleanup armed after the mirror, cleanup only of committed
   timeouts, each step written once); then everything the script made is deleted.
@@ -35,6 +37,7 @@ import re
 import sys
 import threading
 import time
+from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -72,6 +75,7 @@ class Watch:
         self.lock = threading.Lock()
         self.jobs: dict[str, list[tuple[float, str, dict]]] = {}          # job name -> events
         self.wls: dict[str, list[tuple[float, str, dict]]] = {}           # owner job uid -> events
+        self.committed: dict[str, float] = {}                              # owner job uid -> first seen committed
         self.synced = [threading.Event(), threading.Event()]
 
     def start(self) -> None:
@@ -98,6 +102,8 @@ class Watch:
             if ref.get("kind") == "Job" and ref.get("controller"):
                 with self.lock:
                     self.wls.setdefault(ref["uid"], []).append((t, typ, obj))
+                    if typ != "DELETED" and dl.committed_timeout(obj):
+                        self.committed.setdefault(ref["uid"], t)
 
     def wl_events(self, uid: str) -> list[tuple[float, str, dict]]:
         with self.lock:
@@ -111,6 +117,48 @@ class Watch:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK          # utime, stime
+
+
+WRITES = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
+
+
+def apiserver_metrics(k: Kube) -> dict:
+    """The apiserver's counters the summary reads, summed over the label sets not named."""
+    out: dict = defaultdict(float)
+    for line in k.raw("/metrics").splitlines():
+        name, brace, rest = line.partition("{")
+        if not brace:
+            if line.startswith("process_cpu_seconds_total "):
+                out["cpu"] = float(line.split()[1])
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', rest))
+        value = float(line.rsplit(" ", 1)[1])
+        res, sub, verb = labels.get("resource"), labels.get("subresource", ""), labels.get("verb")
+        if name == "apiserver_request_total" and res in ("workloads", "jobs") and verb in WRITES:
+            out[(verb, res, sub)] += value
+        elif name.startswith("apiserver_request_duration_seconds_") and (verb, res, sub) == ("PATCH", "workloads", ""):
+            out["patch_" + name.rsplit("_", 1)[1]] += value
+        elif name.startswith("apiserver_admission_webhook_admission_duration_seconds_") and \
+                labels.get("name") == "vworkload.kb.io" and labels.get("operation") == "UPDATE":
+            out["webhook_" + name.rsplit("_", 1)[1]] += value
+        elif name.startswith("etcd_request_duration_seconds_") and res == "workloads" and \
+                labels.get("operation") == "update":
+            out["etcd_" + name.rsplit("_", 1)[1]] += value
+    return out
+
+
+def describe_burst(m0: dict, m1: dict, seconds: float) -> str:
+    d = {key: m1.get(key, 0.0) - m0.get(key, 0.0) for key in set(m0) | set(m1)}
+
+    def mean(what):
+        return d.get(what + "_sum", 0.0) / d[what + "_count"] * 1000 if d.get(what + "_count") else float("nan")
+
+    def writes(res, sub=""):
+        return sum(v for key, v in d.items() if isinstance(key, tuple) and key[1:] == (res, sub))
+    return (f"apiserver over the burst ({seconds:.1f}s): CPU {d.get('cpu', 0.0):.2f}s; "
+            f"Workload PATCHes {d.get(('PATCH', 'workloads', ''), 0):.0f} (mean {mean('patch'):.0f} ms), "
+            f"Workload status writes {writes('workloads', 'status'):.0f}, Job writes {writes('jobs'):.0f}; "
+            f"per Workload update: Kueue's validating webhook {mean('webhook'):.0f} ms, etcd {mean('etcd'):.0f} ms")
 
 
 def rv_of(obj: dict) -> int:
@@ -186,19 +234,21 @@ def main() -> None:
         print(f"{a.jobs} Jobs created in {t_created - t_start:.1f}s ({patched} deadline annotations re-patched), "
               f"all Workloads seen after {t_wls - t_start:.1f}s; deadlines pass in "
               f"[{datetime.fromtimestamp(T, timezone.utc):%H:%M:%S}, +1s), {T - t_wls:.1f}s later", flush=True)
+        time.sleep(max(0.0, T - 1.5 - time.time()))
+        m_pre = apiserver_metrics(k)
+        t_pre = time.time()
         time.sleep(max(0.0, T - 0.5 - time.time()))
         cpu_pre = cpu_seconds(pid)
 
         def decided():
-            out = {}
-            for n, u in uids.items():
-                first = next((t for t, _, w in watch.wl_events(u) if dl.committed_timeout(w)), None)
-                if first is None:
-                    return None
-                out[n] = first
-            return out
+            with watch.lock:
+                if all(u in watch.committed for u in uids.values()):
+                    return {n: watch.committed[u] for n, u in uids.items()}
+            return None
         seen = wait_until(decided, 120, "every Workload's committed decision", interval=0.05)
         cpu_decided = cpu_seconds(pid)
+        m_decided = apiserver_metrics(k)
+        t_post = time.time()
         t_decided = max(seen.values())
         ttl = parse_duration(a.cleanup_ttl)
         wait_until(lambda: all(any(typ == "DELETED" for _, typ, _ in watch.job_events(n)) for n in made),
@@ -208,7 +258,10 @@ def main() -> None:
         time.sleep(1.0)                                 # late events (Workload deletions) for the histories
 
         lat = sorted(seen[n] - deadlines[n] for n in made)
-        stamped = []
+        log = ctl.log_text()
+        took = {m[0]: float(m[1]) / 1000 for m in re.findall(r"(job-dlbench-\d+): committed timeout on Workload \S+ "
+                                                             r"\(spec.active=false; the write took (\d+) ms\)", log)}
+        stamped, acked = [], []
         broken: list[str] = []
         for n, j in made.items():
             evs = watch.job_events(n)
@@ -224,18 +277,27 @@ def main() -> None:
                       if dl.committed_timeout(w)), None)
             if t:
                 stamped.append(t.timestamp() - deadlines[n])
+                if n in took:
+                    acked.append(t.timestamp() + took[n] - deadlines[n])
             if any(dl.admitted(w) for w in wl_objs):
                 broken.append(f"{n}: admitted (the bench expects no admission)")
         stamped.sort()
-        log = ctl.log_text()
+        acked.sort()
         conflicts = len(re.findall(r"job-dlbench-\d+: 409 conflict", log))
+        writes = sorted(took.values())
         n = a.jobs
         print()
         print(f"deadline -> committed decision (watch event arrival), {n} Workloads: "
               f"p50 {median(lat):.3f}s  p95 {p95(lat):.3f}s  max {lat[-1]:.3f}s  min {lat[0]:.3f}s")
-        print(f"deadline -> decision-time annotation (controller clock):      "
+        print(f"  the controller sends the commit (decision-time annotation):   "
               f"p50 {median(stamped):.3f}s  p95 {p95(stamped):.3f}s  max {stamped[-1]:.3f}s")
+        if acked:
+            print(f"  the apiserver acknowledges it (+ the PATCH's round trip):     "
+                  f"p50 {median(acked):.3f}s  p95 {p95(acked):.3f}s  max {acked[-1]:.3f}s")
+            print(f"  the PATCH's round trip alone (controller log):               "
+                  f"p50 {median(writes):.3f}s  p95 {p95(writes):.3f}s  max {writes[-1]:.3f}s")
         print(f"last decision {t_decided - T:.2f}s after the first deadline; 409 conflicts on commit: {conflicts}")
+        print(describe_burst(m_pre, m_decided, t_post - t_pre))
         print(f"controller CPU: {cpu_decided - cpu_pre:.2f}s from T-0.5s to the last decision "
               f"({(cpu_decided - cpu_pre) / n * 1000:.1f} ms per Workload); {cpu_end - cpu0:.2f}s for the whole life "
               f"(create -> cleanup deleted all, {t_cleaned - t_start:.0f}s) = {(cpu_end - cpu0) / n * 1000:.1f} ms "
