@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..deadline.controller import PROTOCOLS, DeadlineController
+from ..deadline.controller import DEFAULT_WORKERS, PROTOCOLS, DeadlineController
 from ..k8s.errors import Unreachable
 from ..k8s.hooks import Hooks
 from ..k8s.keys import DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS
@@ -23,9 +23,11 @@ from .options import CONTEXT_SETTINGS, duration, kube_options, run_controller
 @click.option("--class", "instance", default=DEFAULT_DEADLINE_CLASS, show_default=True,
               help=f"handle only Jobs whose {DEADLINE_CLASS_ANNOTATION} annotation names this class "
                    f"(Jobs without it belong to '{DEFAULT_DEADLINE_CLASS}')")
+@click.option("--workers", default=DEFAULT_WORKERS, show_default=True, type=click.IntRange(1, 64),
+              help="reconcile this many Jobs at once (never one Job on two workers)")
 @click.option("--hook-dir", type=click.Path(file_okay=False), default=None,
               help="scenario-only: pause points that race scenarios arm and release (see demo/k8s/hooks.py)")
-def deadline_cmd(kube_client, kubeconfig, namespace, protocol, cleanup_ttl, resync, instance, hook_dir):
+def deadline_cmd(kube_client, kubeconfig, namespace, protocol, cleanup_ttl, resync, instance, workers, hook_dir):
     """Admission-deadline controller (layer 3 of the bounded wait).
 
     A Job annotated tau-demo.io/admission-deadline (e.g. 90s, from `tau-demo submit
@@ -41,5 +43,6 @@ def deadline_cmd(kube_client, kubeconfig, namespace, protocol, cleanup_ttl, resy
         k.raw("/version")          # answer now, not with "caches synced" after a minute of retries
     except Unreachable as e:
         raise click.ClickException(f"cannot reach the cluster: {e}")
-    ctl = DeadlineController(k, namespace, protocol, cleanup_ttl, resync, Hooks(hook_dir), instance=instance)
+    ctl = DeadlineController(k, namespace, protocol, cleanup_ttl, resync, Hooks(hook_dir), instance=instance,
+                             workers=workers)
     run_controller(ctl, "deadline controller")

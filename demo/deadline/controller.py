@@ -1,28 +1,40 @@
 """The admission-deadline controller: observe → decide (protocol.py, pure) → apply (demo.k8s.client).
 
-Keyed by owner Job ("namespace/name").  Every reconcile reads the Job and its Workload
-live (never from the informer cache), so each decision is made on fresh state and every
-write carries the resourceVersion it was decided on.
+Keyed by owner Job ("namespace/name"), worked by several threads, never one key on two at once.
+Decisions are made on the informer caches (Jobs, and Workloads indexed by their owner Job's uid),
+so a reconcile that has nothing to do makes no API call.  What keeps that safe:
+
+- the commit is always guarded by the Workload's resourceVersion as the decision read it: a 409
+  (the cache was stale, or the Workload changed) means read it live and decide again, and what
+  the live read saw goes into the caches, so no later decision is made on an older state;
+- the mirror is decided only on a Workload seen carrying the committed timeout (the watch, or the
+  commit's own response), and every Job write is guarded by the Job's resourceVersion;
+- cleanup deletes only after a live read of both objects decides "delete" again, with the Job's
+  uid and resourceVersion as preconditions.
+
+A deadline is a timer that fires at the deadline into the queue's urgent lane, which is served
+before everything else; after a commit the key's owner steps go to the normal lane, so the commits
+of Workloads whose deadlines pass together are not held up by the mirrors of the first ones.  The
+legacy protocol reads live, as before: it exists only to reproduce the reviewed design's bug.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Callable
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
 from ..k8s import heartbeat
 from ..k8s.client import Kube
-from ..k8s.errors import Conflict
+from ..k8s.errors import Conflict, NotFound
 from ..k8s.hooks import Hooks
 from ..k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS,
                         JOB_UID_LABEL, MIRROR_KEYS)
-from ..k8s.objects import annotations, name_of, owned_by
+from ..k8s.objects import annotations, meta, name_of
 from ..k8s.resources import JOB, WORKLOAD
-from ..k8s.runtime import WorkQueue, run_loop, start_informer
+from ..k8s.runtime import Store, WorkQueue, run_loop, start_store
 from . import protocol as dl
 
 log = logging.getLogger("deadline")
@@ -30,6 +42,10 @@ log = logging.getLogger("deadline")
 # Like an IngressClass: a Job annotated with DEADLINE_CLASS_ANNOTATION is handled only by the
 # instance of that class; Jobs without it by the "default" instance.  Race scenarios run their own.
 PROTOCOLS = ("committed", "legacy")
+# Commits spend most of their time waiting on the apiserver (Kueue's validating webhook, etcd), so a few
+# more in flight keep up with deadlines that pass together; docs/benchmarks.md has the measurements.
+DEFAULT_WORKERS = 16
+MIN_REQUEUE = 0.005     # a timer that fired a hair early (wall clock vs monotonic) looks again 5 ms later
 
 
 def utcnow() -> datetime:
@@ -40,7 +56,7 @@ class DeadlineController:
     def __init__(self, k: Kube, namespace: str | None = None, protocol: str = "committed",
                  cleanup_ttl: float = 30.0, resync: float = 5.0, hooks: Hooks | None = None,
                  clock: Callable[[], datetime] = utcnow, conflict_retries: int = 6,
-                 instance: str = DEFAULT_DEADLINE_CLASS):
+                 instance: str = DEFAULT_DEADLINE_CLASS, workers: int = DEFAULT_WORKERS):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}")
         self.k, self.namespace, self.protocol = k, namespace, protocol
@@ -49,13 +65,15 @@ class DeadlineController:
         self.now = clock
         self.conflict_retries = conflict_retries
         self.instance = instance
+        self.workers = workers
         self.queue = WorkQueue()
-        self._known: set[str] = set()
-        self._lock = threading.Lock()
+        self.jobs = Store(on_change=self.on_job, on_sync=self._enqueue_all)
+        self.workloads = Store(on_change=self.on_workload, index=_owner_job_uids, on_sync=self._enqueue_all)
         self._last: dict[str, str] = {}
+        self._stop = threading.Event()
 
     # ------------------------------------------------------------------ observe
-    def _interesting(self, job: dict) -> bool:
+    def _interesting(self, job: dict | None) -> bool:
         ann = annotations(job)
         if ann.get(DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS) != self.instance:
             return False
@@ -63,22 +81,21 @@ class DeadlineController:
 
     def on_job(self, typ: str, job: dict) -> None:
         key = name_of(job)
-        with self._lock:
-            if typ == "DELETED":
-                self._known.discard(key)
-                return
-            if not self._interesting(job):
-                return
-            self._known.add(key)
-        self.queue.add(key)
+        if typ == "DELETED":
+            self._last.pop(key, None)
+        elif self._interesting(job):
+            self.queue.add(key)
 
     def on_workload(self, typ: str, wl: dict) -> None:
-        for ref in (wl.get("metadata") or {}).get("ownerReferences") or []:
+        for ref in meta(wl).get("ownerReferences") or []:
             if ref.get("kind") == "Job" and ref.get("controller"):
-                key = f"{wl['metadata']['namespace']}/{ref['name']}"
-                with self._lock:
-                    if key in self._known:
-                        self.queue.add(key)
+                key = f"{meta(wl).get('namespace')}/{ref['name']}"
+                if self._interesting(self.jobs.get(key)):
+                    self.queue.add(key)
+
+    def _enqueue_all(self) -> None:
+        for key in self.keys():
+            self.queue.add(key)
 
     def _say_once(self, key: str, d: dl.Decision) -> None:
         """Log a no-op decision only when it changes, so resyncs do not flood the log."""
@@ -91,97 +108,126 @@ class DeadlineController:
                 log.info("deadline %s: %s", key, d.why)
 
     def keys(self) -> list[str]:
-        with self._lock:
-            return sorted(self._known)
+        return sorted(name_of(j) for j in self.jobs.items() if self._interesting(j))
 
     # ------------------------------------------------------------------ read
     def read(self, key: str) -> tuple[dict | None, dict | None]:
+        """The Job and its Workload, read live from the apiserver."""
         ns, name = key.split("/", 1)
         job = self.k.get_or_none(JOB, name, ns)
         if job is None:
             return None, None
         uid = job["metadata"]["uid"]
         wls, _ = self.k.list(WORKLOAD, ns, label_selector=f"{JOB_UID_LABEL}={uid}")
-        owned = [w for w in wls if owned_by(w, uid)]
-        owned.sort(key=lambda w: w["metadata"].get("creationTimestamp", ""))
-        return job, (owned[-1] if owned else None)
+        return job, dl.owned_workload(wls, uid)
+
+    def read_live(self, key: str) -> tuple[dict | None, dict | None]:
+        """read(), and what it found goes into the caches (where it is newer), so that the decisions
+        after a live read are never made on an older state than the one it saw."""
+        job, wl = self.read(key)
+        if job is not None:
+            self.jobs.put(job)
+        if wl is not None:
+            self.workloads.put(wl)
+        return job, wl
+
+    def cached(self, key: str) -> tuple[dict | None, dict | None]:
+        """The Job and its Workload as the informer caches hold them (and our own writes' responses)."""
+        job = self.jobs.get(key)
+        if job is None:
+            return None, None
+        uid = job["metadata"]["uid"]
+        return job, dl.owned_workload(self.workloads.by_index(uid), uid)
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self, key: str) -> float | None:
         if self.protocol == "legacy":
             return self._reconcile_legacy(key)
-        after = self._commit_step(key)
-        owner_after = self._owner_steps(key)
-        waits = [a for a in (after, owner_after) if a is not None]
-        return min(waits) if waits else None
+        if self._commit_step(key):
+            return 0.0          # the owner steps come after the commits that are due (the urgent lane)
+        return self._owner_steps(key)
 
-    def _commit_step(self, key: str) -> float | None:
-        """Step 1, with read-again-decide-again on 409 Conflict."""
-        first = True
-        try:
-            for attempt in Retrying(retry=retry_if_exception_type(Conflict),
-                                    stop=stop_after_attempt(self.conflict_retries),
-                                    wait=wait_exponential(multiplier=0.05, max=1.0), reraise=True):
-                with attempt:
-                    job, wl = self.read(key)
-                    d = dl.decide_workload(job, wl, self.now())
-                    if not first:
-                        state = "Admitted=True" if dl.admitted(wl) else (
-                            "timeout committed" if dl.committed_timeout(wl) else "not admitted")
-                        log.info("deadline %s: re-read: %s; %s", key, state, d.why)
-                    elif d.action == "commit":
-                        log.info("deadline %s: %s", key, d.why)
-                    else:
-                        self._say_once(key, d)
-                    first = False
-                    if d.action == "wait":
-                        return d.after
-                    if d.action != "commit":
-                        return None
-                    self.hooks.reach("before-commit", key, resource_version=d.resource_version)
-                    now = self.now()
-                    try:
-                        self.k.patch(WORKLOAD, wl["metadata"]["name"], dl.commit_patch(now),
-                                     wl["metadata"]["namespace"], resource_version=d.resource_version)
-                    except Conflict:
-                        log.info("deadline %s: 409 conflict on Workload rv %s; reading again", key, d.resource_version)
-                        raise
-                    log.info("deadline %s: committed timeout on Workload %s (spec.active=false)", key,
-                             wl["metadata"]["name"])
-                    self.hooks.reach("after-commit", key, workload=wl["metadata"]["name"])
-                    return None
-        except Conflict:
-            log.warning("deadline %s: still conflicting after %d attempts; will retry", key, self.conflict_retries)
-            return 0.5
-        return None
+    def _commit_step(self, key: str) -> bool:
+        """Step 1 on the cached state; after a 409 (or a 404) read live and decide again.  True when it
+        committed just now.  A deadline still ahead (or a commit still conflicting) is a timer in the
+        queue's urgent lane, so commits that are due go before routine work."""
+        live = False
+        for attempt in range(self.conflict_retries):
+            job, wl = self.read_live(key) if live else self.cached(key)
+            d = dl.decide_workload(job, wl, self.now())
+            if attempt:
+                state = "Admitted=True" if dl.admitted(wl) else (
+                    "timeout committed" if dl.committed_timeout(wl) else "not admitted")
+                log.info("deadline %s: re-read: %s; %s", key, state, d.why)
+            elif d.action == "commit":
+                log.info("deadline %s: %s", key, d.why)
+            else:
+                self._say_once(key, d)
+            if d.action == "wait":
+                self.queue.add(key, after=d.after, urgent=True)
+                return False
+            if d.action != "commit":
+                return False
+            self.hooks.reach("before-commit", key, resource_version=d.resource_version)
+            wl_name, ns = wl["metadata"]["name"], wl["metadata"]["namespace"]
+            sent = time.monotonic()
+            try:
+                new = self.k.patch(WORKLOAD, wl_name, dl.commit_patch(self.now()), ns,
+                                   resource_version=d.resource_version)
+            except Conflict:
+                log.info("deadline %s: 409 conflict on Workload rv %s; reading again", key, d.resource_version)
+            except NotFound:
+                log.info("deadline %s: Workload %s is gone (404); reading again", key, wl_name)
+            else:
+                self.workloads.put(new)
+                log.info("deadline %s: committed timeout on Workload %s (spec.active=false; the write took %.0f ms)",
+                         key, wl_name, (time.monotonic() - sent) * 1000)
+                self.hooks.reach("after-commit", key, workload=wl_name)
+                return True
+            live = True
+            self._stop.wait(dl.conflict_backoff(attempt + 1))
+        log.warning("deadline %s: still conflicting after %d attempts; will retry", key, self.conflict_retries)
+        self.queue.add(key, after=0.5, urgent=True)
+        return False
 
     def _owner_steps(self, key: str) -> float | None:
-        """Steps 2-4: mirror, arm cleanup, clean up, recover.  Each write is guarded by the Job's rv."""
+        """Steps 2-4: mirror, arm cleanup, clean up, recover, on the cached state; every Job write is
+        guarded by the Job's rv (a 409 means read live and decide again); delete only on a live read."""
+        live = False
         for _ in range(5):
-            job, wl = self.read(key)
+            job, wl = self.read_live(key) if live else self.cached(key)
             now = self.now()
             d = dl.decide_owner(job, wl, now)
             if d.action == "none":
                 return None
             if d.action == "wait":
                 return d.after
+            if d.action == "delete" and not live:
+                live = True         # irreversible: decide it again on what the apiserver says now
+                continue
             log.info("deadline %s: %s", key, d.why)
             ns, name = key.split("/", 1)
             rv = job["metadata"]["resourceVersion"]
             try:
                 if d.action == "mirror":
-                    self.k.patch(JOB, name, dl.mirror_patch(wl["metadata"]["name"], now), ns, resource_version=rv)
+                    self.jobs.put(self.k.patch(JOB, name, dl.mirror_patch(wl["metadata"]["name"], now), ns,
+                                               resource_version=rv))
                     self.hooks.reach("after-mirror", key)
                 elif d.action == "arm-cleanup":
-                    self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns, resource_version=rv)
+                    self.jobs.put(self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns, resource_version=rv))
                     self.hooks.reach("after-arm", key)
                 elif d.action == "unmark":
-                    self.k.patch(JOB, name, dl.unmark_patch(), ns, resource_version=rv)
+                    self.jobs.put(self.k.patch(JOB, name, dl.unmark_patch(), ns, resource_version=rv))
                 elif d.action == "delete":
-                    self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"])
+                    self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"],
+                                  resource_version=rv)
                     return None
+                live = False
             except Conflict:
                 log.info("deadline %s: Job changed under us (409); reading again", key)
+                live = True
+            except NotFound:
+                live = True
         return 0.2
 
     def _reconcile_legacy(self, key: str) -> float | None:
@@ -213,19 +259,26 @@ class DeadlineController:
 
     # ------------------------------------------------------------------ run
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
+        self._stop = stop
         if self.protocol == "legacy":
             log.warning("deadline: running the LEGACY protocol (mark owner, then deactivate, then TTL cleanup). "
                         "It reports running jobs failed and deletes them; it exists only to reproduce that bug.")
-        log.info("deadline: watching Jobs and Workloads in %s (class %s, protocol %s, cleanup TTL %.0fs, resync %.0fs)",
-                 self.namespace or "all namespaces", self.instance, self.protocol, self.ttl, self.resync)
+        log.info("deadline: watching Jobs and Workloads in %s (class %s, protocol %s, cleanup TTL %.0fs, resync %.0fs, "
+                 "%d workers)", self.namespace or "all namespaces", self.instance, self.protocol, self.ttl,
+                 self.resync, self.workers)
         hb = heartbeat.start(self.k, f"{DEADLINE_LEASE_PREFIX}{self.instance}", stop)
-        jobs_synced, wls_synced = threading.Event(), threading.Event()
-        start_informer(self.k, JOB, self.on_job, stop, self.namespace, synced=jobs_synced)
-        start_informer(self.k, WORKLOAD, self.on_workload, stop, self.namespace, synced=wls_synced)
-        jobs_synced.wait(30)
-        wls_synced.wait(30)
+        start_store(self.k, JOB, stop, self.jobs, self.namespace)
+        start_store(self.k, WORKLOAD, stop, self.workloads, self.namespace)
+        self.jobs.synced.wait(30)
+        self.workloads.synced.wait(30)
         log.info("deadline: caches synced; ready")
         if ready:
             ready.set()
-        run_loop(self.queue, self.reconcile, stop, self.resync, self.keys)
+        run_loop(self.queue, self.reconcile, stop, self.resync, self.keys, workers=self.workers,
+                 min_requeue=MIN_REQUEUE)
         hb.join(5)
+
+
+def _owner_job_uids(wl: dict) -> list[str]:
+    return [r["uid"] for r in meta(wl).get("ownerReferences") or []
+            if r.get("kind") == "Job" and r.get("controller") and r.get("uid")]

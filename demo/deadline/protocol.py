@@ -28,7 +28,7 @@ from ..k8s.duration import BadDuration, parse_duration
 from ..k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION,
                         DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, FINISHED, MIRROR_KEYS, TERMINAL_REASON_ANNOTATION,
                         TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
-from ..k8s.objects import annotations, created_at, format_time, is_true, meta, parse_time, spec
+from ..k8s.objects import annotations, created_at, format_time, is_true, meta, owned_by, parse_time, spec
 
 
 class BadDeadline(ValueError):
@@ -70,6 +70,20 @@ def deadline_of(job: dict) -> datetime | None:
     if created is None:
         raise BadDeadline("the Job has no creationTimestamp")
     return created + timedelta(seconds=seconds)
+
+
+def owned_workload(workloads: list[dict], job_uid: str) -> dict | None:
+    """The Job's current Workload among `workloads`: the newest one it controls (by creation time)."""
+    owned = [w for w in workloads if owned_by(w, job_uid)]
+    owned.sort(key=lambda w: meta(w).get("creationTimestamp", ""))
+    return owned[-1] if owned else None
+
+
+def conflict_backoff(retry: int) -> float:
+    """Seconds to wait before retry number `retry` (1, 2, ...) after a 409.  The first retry reads live,
+    so it needs no wait (the 409 usually means our cached read was stale); later ones back off
+    exponentially (50 ms, 100 ms, ... at most 1 s) in case a writer keeps changing the object."""
+    return 0.0 if retry <= 1 else min(1.0, 0.05 * 2 ** (retry - 2))
 
 
 # ---------------------------------------------------------------------------- decisions

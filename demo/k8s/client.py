@@ -39,6 +39,9 @@ class Kube:
                 why = f"not a kubeconfig file ({why})"      # YAML of another shape
             raise Unreachable(f"cannot load kubeconfig {kubeconfig or '(default)'}: {why}") from e
         cfg.retries = False
+        # connections are opened on demand; the default (5 per CPU) is smaller than a controller's workers
+        # plus its watches, and every request beyond it would open (and handshake) a connection of its own
+        cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, 64)
         self.api = client.ApiClient(cfg)
         if impersonate:
             self.api.set_default_header("Impersonate-User", impersonate)
@@ -98,11 +101,13 @@ class Kube:
         return self._call("POST", res.path(namespace), {"dryRun": "All" if dry_run else None}, obj)
 
     def delete(self, res: Resource, name: str, namespace: str | None = None,
-               propagation: str = "Background", uid: str | None = None) -> bool:
-        """Delete; False if it was already gone.  With uid, only that incarnation is deleted."""
+               propagation: str = "Background", uid: str | None = None, resource_version: str | None = None) -> bool:
+        """Delete; False if it was already gone.  With uid, only that incarnation is deleted; with
+        resource_version, only while the object is still at exactly that version (else 409 Conflict)."""
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            body["preconditions"] = pre
         try:
             self._call("DELETE", res.path(namespace, name), body=body)
             return True

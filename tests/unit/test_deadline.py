@@ -309,3 +309,20 @@ def test_unmark_patch_removes_every_mark():
     assert dl.unmark_patch() == {"metadata": {"annotations": {
         "tau-demo.io/terminal-reason": None, "tau-demo.io/terminal-time": None,
         "tau-demo.io/terminal-workload": None, "tau-demo.io/cleanup-after": None}}}
+
+
+def test_the_jobs_workload_is_the_newest_one_it_controls():
+    old = workload(rv="1")
+    old["metadata"].update(name="job-train-old", creationTimestamp="2026-11-29T12:00:00Z")
+    new = workload(rv="2")
+    new["metadata"].update(name="job-train-new", creationTimestamp="2026-11-29T12:05:00Z")
+    stranger = workload(rv="3")
+    stranger["metadata"].update(name="job-other", creationTimestamp="2026-11-29T12:09:00Z")
+    stranger["metadata"]["ownerReferences"][0]["uid"] = "other-uid"
+    assert dl.owned_workload([new, stranger, old], "job-uid")["metadata"]["name"] == "job-train-new"
+    assert dl.owned_workload([stranger], "job-uid") is None
+    assert dl.owned_workload([], "job-uid") is None
+
+
+def test_after_a_conflict_the_first_live_retry_is_immediate_then_backs_off_to_a_second():
+    assert [dl.conflict_backoff(n) for n in range(1, 8)] == [0.0, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0]

@@ -1,0 +1,170 @@
+"""The controller runtime (demo.k8s.runtime) without a cluster: the work queue's rules, the indexed
+informer cache, and run_loop's workers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from demo.k8s.runtime import Store, WorkQueue, run_loop
+
+STOP = threading.Event()          # never set: get() returns as soon as a key is ready
+
+
+def obj(name, rv, uid="u1", owner=None, ns="demo"):
+    md = {"name": name, "namespace": ns, "uid": uid, "resourceVersion": str(rv)}
+    if owner:
+        md["ownerReferences"] = [{"kind": "Job", "name": "j", "uid": owner, "controller": True}]
+    return {"metadata": md}
+
+
+def owners(o):
+    return [r["uid"] for r in o["metadata"].get("ownerReferences") or []]
+
+
+# ---------------------------------------------------------------------------- WorkQueue
+
+def test_a_key_waits_in_the_queue_once():
+    q = WorkQueue()
+    for k in ("a", "b", "a", "a"):
+        q.add(k)
+    assert [q.get(STOP, 0.01), q.get(STOP, 0.01)] == ["a", "b"]
+    stop = threading.Event()                    # nothing else is ready
+    threading.Timer(0.05, stop.set).start()
+    assert q.get(stop, 0.01) is None
+
+
+def test_a_key_is_never_handed_to_two_workers_and_is_handed_out_again_after_done():
+    q = WorkQueue()
+    q.add("a")
+    assert q.get(STOP) == "a"
+    q.add("a")                                 # an event while a worker holds it
+    stop = threading.Event()
+    threading.Timer(0.05, stop.set).start()
+    assert q.get(stop, 0.01) is None           # not handed to a second worker
+    q.done("a")
+    assert q.get(STOP) == "a"                  # but not lost either
+
+
+def test_urgent_keys_go_first_and_an_urgent_add_overtakes_a_queued_key():
+    q = WorkQueue()
+    for k in ("a", "b", "c"):
+        q.add(k)
+    q.add("c", urgent=True)
+    q.add("d", urgent=True)
+    assert [q.get(STOP) for _ in range(4)] == ["c", "d", "a", "b"]
+
+
+def test_an_urgent_add_while_processing_comes_back_urgent():
+    q = WorkQueue()
+    q.add("a")
+    assert q.get(STOP) == "a"
+    q.add("b")
+    q.add("a", urgent=True)
+    q.done("a")
+    assert [q.get(STOP), q.get(STOP)] == ["a", "b"]
+
+
+def test_only_the_earliest_timer_of_a_key_is_kept_and_it_fires_once():
+    q = WorkQueue()
+    q.add("reference", after=0.2)
+    q.add("a", after=0.4)
+    q.add("a", after=0.05)                     # earlier: replaces the 0.4 s timer
+    q.add("a", after=0.3)                      # later: dropped
+    assert [q.get(STOP, 0.5), q.get(STOP, 0.5)] == ["a", "reference"]
+    q.done("a")
+    q.done("reference")
+    stop = threading.Event()
+    threading.Timer(0.6, stop.set).start()
+    assert q.get(stop, 0.05) is None           # the 0.3 s and 0.4 s timers of "a" are gone
+
+
+def test_an_urgent_timer_fires_into_the_urgent_lane():
+    q = WorkQueue()
+    q.add("routine")
+    q.add("deadline", after=0.05, urgent=True)
+    time.sleep(0.08)
+    assert q.get(STOP) == "deadline"
+    assert q.get(STOP) == "routine"
+
+
+# ---------------------------------------------------------------------------- Store
+
+def test_store_keeps_the_newer_version_and_indexes_it():
+    s = Store(index=owners)
+    s.handle("SYNCED", {})
+    s.handle("ADDED", obj("w1", 5, owner="job-1"))
+    s.put(obj("w1", 7, owner="job-1"))                     # our own write's response
+    s.handle("MODIFIED", obj("w1", 6, owner="job-1"))      # an older event arriving late
+    assert s.get("demo/w1")["metadata"]["resourceVersion"] == "7"
+    assert [o["metadata"]["name"] for o in s.by_index("job-1")] == ["w1"]
+    s.handle("MODIFIED", obj("w1", 8, owner="job-2"))      # re-owned: moves in the index
+    assert s.by_index("job-1") == [] and len(s.by_index("job-2")) == 1
+    s.handle("DELETED", obj("w1", 9, owner="job-2"))
+    assert s.by_index("job-2") == [] and s.get("demo/w1") is None
+
+
+def test_store_relist_replaces_everything_and_calls_on_sync():
+    synced, changes = [], []
+    s = Store(on_change=lambda t, o: changes.append(t), index=owners, on_sync=lambda: synced.append(1))
+    s.handle("SYNC", obj("w1", 1, owner="job-1"))
+    s.handle("SYNCED", {})
+    s.handle("ADDED", obj("w2", 2, uid="u2", owner="job-1"))
+    s.handle("SYNC", obj("w2", 3, uid="u2", owner="job-1"))  # a relist: w1 was deleted while the watch was down
+    s.handle("SYNCED", {})
+    assert [o["metadata"]["name"] for o in s.items()] == ["w2"]
+    assert [o["metadata"]["name"] for o in s.by_index("job-1")] == ["w2"]
+    assert synced == [1, 1] and changes == ["ADDED"]
+
+
+# ---------------------------------------------------------------------------- run_loop
+
+def test_run_loop_workers_never_hold_one_key_twice_and_requeue_on_request():
+    q, stop = WorkQueue(), threading.Event()
+    lock = threading.Lock()
+    holding: set[str] = set()
+    overlaps, runs = [], {}
+
+    def reconcile(key):
+        with lock:
+            if key in holding:
+                overlaps.append(key)
+            holding.add(key)
+            runs[key] = runs.get(key, 0) + 1
+            n = runs[key]
+        time.sleep(0.01)
+        q.add(key)                             # an event for the same key while it is processed
+        with lock:
+            holding.discard(key)
+        return 0.01 if n < 3 else None
+
+    for k in "abcdef":
+        q.add(k)
+    t = threading.Thread(target=run_loop, args=(q, reconcile, stop, 0.05, lambda: []),
+                         kwargs={"workers": 4, "min_requeue": 0.001})
+    t.start()
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not all(runs.get(k, 0) >= 3 for k in "abcdef"):
+        time.sleep(0.02)
+    stop.set()
+    t.join(5)
+    assert not overlaps
+    assert all(runs[k] >= 3 for k in "abcdef")
+
+
+def test_run_loop_resyncs_known_keys_and_survives_a_failing_reconcile():
+    q, stop = WorkQueue(), threading.Event()
+    seen = []
+
+    def reconcile(key):
+        seen.append(key)
+        raise RuntimeError("boom")             # logged; retried in 2 s
+
+    t = threading.Thread(target=run_loop, args=(q, reconcile, stop, 0.05, lambda: ["k"]), kwargs={"workers": 2})
+    t.start()
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not seen:
+        time.sleep(0.02)
+    stop.set()
+    t.join(5)
+    assert seen and set(seen) == {"k"}
