@@ -8,17 +8,19 @@ from ..k8s.client import Kube
 from ..k8s.keys import POOL_TABLE
 from ..k8s.resources import JOB
 from . import observe
-from .preflight import Gang, check_gang, check_profile
+from .preflight import Gang, check_gang, check_profile, check_request_names
 
 
-def run_preflight(k: Kube, profile: str, gang: Gang, namespace: str) -> tuple[int, list[str]]:
-    """Layer 1: (exit code, lines).  0 ready and fits, 1 not ready / unknown / no pool table, 2 never fits."""
+def run_preflight(k: Kube, profile: str, gang: Gang, namespace: str,
+                  job_name: str | None = None) -> tuple[int, list[str]]:
+    """Layer 1: (exit code, lines).  0 ready and fits, 1 not ready / unknown / no pool table, 2 never fits.
+    With the Job's name, a warning line when Kueue v0.19.2 would lose its ProvisioningRequest."""
     inputs = observe.preflight_inputs(k, profile, namespace)
     res = check_profile(profile, inputs.local_queue, inputs.cluster_queue, inputs.admission_checks,
                         inputs.prov_configs)
     if res.code:
         return res.code, res.lines
-    lines = list(res.lines)
+    lines = list(res.lines) + (check_request_names(job_name, res.attempts) if job_name else [])
     if inputs.pool_table is None:
         return 1, lines + [f"preflight: the autoscaler has not published its pool table ({POOL_TABLE[0]}/{POOL_TABLE[1]}); "
                            "start it with `tau-demo fake-ca`"]
