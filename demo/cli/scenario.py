@@ -23,7 +23,7 @@ def _context(kubeconfig, context, auto, autoscaler="fake"):
 
 @click.group("scenario", context_settings=CONTEXT_SETTINGS)
 def scenario_group():
-    """The reviewers' walkthrough: success, timeout and race paths on the real cluster."""
+    """The reviewers' walkthrough (success, timeout and race paths) and known Kueue v0.19.2 defects (upstream)."""
 
 
 @scenario_group.command("run")
