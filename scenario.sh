@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The walkthrough: success, timeout and race paths on the real cluster made by ./setup.sh.
 #   AUTO=1 ./scenario.sh            never waits for input
-#   ./scenario.sh race              one group (success, timeout, race) or scenario
+#   ./scenario.sh race              one group (success, timeout, race, beyond, upstream) or scenario
+#   AUTO=1 ./scenario.sh --upstream the walkthrough, then the known Kueue v0.19.2 defects (scenarios/upstream/)
+#   ./scenario.sh upstream          only those; `.venv/bin/tau-demo scenario list` shows every scenario
 #   ./scenario.sh --autoscaler real the real Cluster Autoscaler answers (`tau-demo real-ca`; needs
 #                                   `tau-demo toolchain ensure --with-real-ca`); also TAU_DEMO_AUTOSCALER=real
 # Starts the autoscaler and the deadline controller in the background unless they already

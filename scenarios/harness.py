@@ -16,8 +16,8 @@ from pathlib import Path
 from demo.jobs.preflight import Gang
 from demo.jobs.render import job_template, new_name, render_job
 from demo.k8s.client import Kube
-from demo.k8s.keys import DEMO_NAMESPACE, DEMO_POOL, JOB_UID_LABEL, POOL_LABEL, PROFILE
-from demo.k8s.resources import JOB, NODE, PROVREQ, WORKLOAD
+from demo.k8s.keys import DEMO_NAMESPACE, DEMO_POOL, JOB_UID_LABEL, POOL_LABEL, PROFILE, UPSTREAM_PREFIX
+from demo.k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, PROVREQ, WORKLOAD
 from demo.paths import REPO
 from demo.timeline.log import EventLog
 
@@ -59,6 +59,7 @@ class Context:
     extra_args: dict = field(default_factory=dict)   # per controller kind, e.g. {"fake-ca": ["--booking", "8s"]}
     name: str = ""
     autoscaler: str = "fake"       # which autoscaler answers: "fake" (fake_ca) or "real" (`tau-demo real-ca`)
+    verdicts: list = field(default_factory=list)     # upstream scenarios: does the report reproduce here?
 
     def injected(self, params: dict) -> dict:
         """ProvisioningRequest parameters that inject a fault into the fake autoscaler; none against the real
@@ -95,8 +96,8 @@ class Context:
         return new_name(prefix)
 
     def submit(self, name: str, gang: str = "2x8", duration: str = "10s", deadline: str | None = None,
-               provreq: dict | None = None, annotations: dict | None = None) -> dict:
-        job = render_job(job_template(), name, NS, PROFILE, Gang.parse(gang), duration, deadline, provreq or {},
+               provreq: dict | None = None, annotations: dict | None = None, profile: str = PROFILE) -> dict:
+        job = render_job(job_template(), name, NS, profile, Gang.parse(gang), duration, deadline, provreq or {},
                          annotations)
         created = self.k.create(JOB, job, NS)
         self.say(f"  job {NS}/{name} submitted ({gang} GPU"
@@ -131,6 +132,9 @@ class Context:
             items, _ = self.k.list(res, NS)
             out += [f"{res.kind} {i['metadata']['name']}" for i in items]
         out += [f"Node {n['metadata']['name']}" for n in self.pool_nodes()]
+        for res, ns in ((LOCAL_QUEUE, NS), (CLUSTER_QUEUE, None), (ADMISSION_CHECK, None)):   # upstream scenarios'
+            out += [f"{res.kind} {i['metadata']['name'][:60]}" for i in self.k.list(res, ns)[0]
+                    if i["metadata"]["name"].startswith(UPSTREAM_PREFIX)]
         return out
 
     def event_log(self, label: str) -> tuple[EventLog, Path]:

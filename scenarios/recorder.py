@@ -18,8 +18,10 @@ from .harness import NS, Context
 class Recorder:
     """Samples one Job's objects in the background: the event log, and facts for checks."""
 
-    def __init__(self, ctx: Context, name: str, log: EventLog | None, interval: float = 0.2):
+    def __init__(self, ctx: Context, name: str, log: EventLog | None, interval: float = 0.2, lanes=None):
+        """`lanes(snapshot)` gives the lane states to log (default: the standard lanes)."""
         self.ctx, self.name, self.log, self.interval = ctx, name, log, interval
+        self.lanes = lanes or (lambda s: snapshot_states(s.job, s.workload, s.provreqs, s.pods, s.nodes))
         self.stop_ev = threading.Event()
         self.samples: list[tuple[float, observe.Snapshot]] = []
         self.job_uid: str | None = None
@@ -44,7 +46,7 @@ class Recorder:
                 self.job_uid = snap.job["metadata"]["uid"]
             self.samples.append((time.time(), snap))
             if self.log is not None and self.job_uid is not None:   # the story starts when the Job exists
-                self.log.record_all(snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes))
+                self.log.record_all(self.lanes(snap))
             self.stop_ev.wait(self.interval)
 
     def mark(self, label: str, t: float | None = None) -> None:

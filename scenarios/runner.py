@@ -14,11 +14,11 @@ from demo.k8s.errors import ApiError, Unreachable
 from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, REAL_CA_LEASE
 from demo.realca import exclusion
 
-from . import never_boot, race, success, timeout
+from . import never_boot, race, success, timeout, upstream
 from .controllers import ensure_controller
 from .harness import Context, ScenarioFailed
 
-SCENARIOS = {
+DESIGN = {
     "success": success.run,
     "timeout-preflight": timeout.preflight_refusal,
     "timeout-window": timeout.autoscaler_window,
@@ -29,6 +29,21 @@ SCENARIOS = {
     "race-interrupted-mirror": race.scenario_interrupted_mirror,
     "never-boot": never_boot.run,           # last: it leaves the pool backed off for a while
 }
+ABOUT = {   # one line each, for `tau-demo scenario list`
+    "success": "a 2 × 8-GPU gang: quota, capacity, nodes, pods, done",
+    "timeout-preflight": "layer 1: a gang that can never fit is refused at submit",
+    "timeout-window": "layer 2: ValidUntilSeconds honoured + Kueue's retryStrategy end the wait",
+    "timeout-deadline": "layer 3: the admission deadline ends a wait nothing else bounds",
+    "race-admission-wins": "Kueue admits while the deadline controller is about to commit: 409, it backs off",
+    "race-timeout-wins": "the timeout is committed first: Kueue evicts, the Job never runs",
+    "race-legacy": "the reviewed design's order marks and deletes a running Job; the committed protocol does not",
+    "race-interrupted-mirror": "the controller killed after its commit converges on restart",
+    "never-boot": "the VMs never boot: waitForPodsReady requeues without limit; the deadline ends it",
+}
+# Known Kueue v0.19.2 defects (scenarios/upstream/): not in "all", run with the group "upstream" or --upstream
+UPSTREAM = {m.NAME: m.run for m in upstream.REPORTS}
+REPORTS = {m.NAME: m.REPORT for m in upstream.REPORTS}
+SCENARIOS = {**DESIGN, **UPSTREAM}
 # Scenarios that need a fault injected into the fake autoscaler, with the one line they print when run
 # with --autoscaler real.  The others run unchanged against the real Cluster Autoscaler.
 _INJECTED_STOCKOUT = ("it times Kueue's admission against the deadline with an injected stock-out that ends "
@@ -43,12 +58,14 @@ NEEDS_FAKE = {
                                 "keeps the Job pending"),
     "never-boot": ("it needs VMs that never register (fakeCABootSeconds=never): the kwok provider's nodes are "
                    "Ready at once"),
+    **{m.NAME: m.NEEDS_FAKE for m in upstream.REPORTS if getattr(m, "NEEDS_FAKE", None)},
 }
 AUTOSCALERS = ("fake", "real")
-GROUPS = {"all": list(SCENARIOS), "success": ["success"],
-          "timeout": [n for n in SCENARIOS if n.startswith("timeout")],
-          "race": [n for n in SCENARIOS if n.startswith("race")],
-          "beyond": ["never-boot"]}
+GROUPS = {"all": list(DESIGN), "success": ["success"],
+          "timeout": [n for n in DESIGN if n.startswith("timeout")],
+          "race": [n for n in DESIGN if n.startswith("race")],
+          "beyond": ["never-boot"],
+          "upstream": list(UPSTREAM)}
 
 
 class NoCluster(RuntimeError):
@@ -59,17 +76,35 @@ class AutoscalerConflict(RuntimeError):
     """The other autoscaler runs: the fake and the real one never run together."""
 
 
-def resolve(names: tuple[str, ...]) -> list[str]:
-    """Scenario names from groups and names, in order; KeyError names the unknown one."""
+def resolve(names: tuple[str, ...], with_upstream: bool = False) -> list[str]:
+    """Scenario names from groups and names, in order, each once; with_upstream appends the upstream group.
+    KeyError names the unknown one."""
     chosen: list[str] = []
-    for n in names or ("all",):
+    for n in list(names or ("all",)) + (["upstream"] if with_upstream else []):
         if n in GROUPS:
-            chosen += GROUPS[n]
+            chosen += [m for m in GROUPS[n] if m not in chosen]
         elif n in SCENARIOS:
-            chosen.append(n)
+            chosen += [n] if n not in chosen else []
         else:
             raise KeyError(n)
     return chosen
+
+
+def catalogue() -> list[tuple[str, str, str, bool]]:
+    """(name, upstream report or "", one line, needs the fake autoscaler) for every scenario."""
+    return [(n, REPORTS[n]["number"] if n in REPORTS else "",
+             REPORTS[n]["title"] if n in REPORTS else ABOUT.get(n, ""), n in NEEDS_FAKE) for n in SCENARIOS]
+
+
+def verdict_table(ctx: Context) -> list[str]:
+    """The upstream verdicts of a run as Markdown rows (docs/upstream.md's table)."""
+    rows = ["| report | fixed in | reproduces on v0.19.2 | layer that catches it | timeline |",
+            "| --- | --- | --- | --- | --- |"]
+    fixed = {r["number"]: r["fixed_in"] for r in REPORTS.values()}
+    for v in ctx.verdicts:
+        rows.append(f"| {v.number} | {fixed.get(v.number, '')} | {'**yes**' if v.reproduced else 'no'}: "
+                    f"{v.evidence} | {v.layer} | {v.picture or '-'} |")
+    return rows
 
 
 def make_context(kubeconfig: str | None, context: str | None, auto: bool, autoscaler: str = "fake") -> Context:

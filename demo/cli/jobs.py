@@ -79,15 +79,18 @@ _namespace = click.option("--namespace", "-n", default=DEMO_NAMESPACE, show_defa
 @kube_options()
 @_profile
 @click.option("--gang", required=True, callback=_gang_opt, help="PODSxGPUS, e.g. 2x8")
+@click.option("--name", default=None,
+              help="the Job's name: warn when Kueue v0.19.2 would lose its ProvisioningRequest (kueue#12542)")
 @_namespace
-def preflight_cmd(kube_client, kubeconfig, profile, gang, namespace):
+def preflight_cmd(kube_client, kubeconfig, profile, gang, name, namespace):
     """Layer 1 of the bounded wait: is the profile ProvisioningReady, and can the gang ever fit?
 
     Exit 0: ready and fits.  Exit 1: the profile is unknown or not ready, or the pool table
-    is missing.  Exit 2: the gang can never fit the pool's max (nothing is created).
+    is missing.  Exit 2: the gang can never fit the pool's max (nothing is created).  A warning (exit
+    unchanged) when the Job's ProvisioningRequest name is too long for Kueue v0.19.2 to find it again.
     """
     try:
-        code, lines = run_preflight(kube_client, profile, gang, namespace)
+        code, lines = run_preflight(kube_client, profile, gang, namespace, job_name=name)
     except (Unreachable, ApiError) as e:
         fail(str(e))
     for line in lines:
@@ -135,7 +138,7 @@ def submit_cmd(kube_client, kubeconfig, profile, gang, name, namespace, deadline
         if observe.job_exists(kube_client, namespace, name):
             fail(exists_msg)
         if not no_preflight:
-            code, lines = run_preflight(kube_client, profile, gang, namespace)
+            code, lines = run_preflight(kube_client, profile, gang, namespace, job_name=name)
             for line in lines:
                 click.echo(line)
             if code:

@@ -25,7 +25,7 @@ def _context(kubeconfig, context, auto, autoscaler="fake"):
 
 @click.group("scenario", context_settings=CONTEXT_SETTINGS)
 def scenario_group():
-    """The reviewers' walkthrough: success, timeout and race paths on the real cluster."""
+    """The reviewers' walkthrough (success, timeout and race paths) and known Kueue v0.19.2 defects (upstream)."""
 
 
 @scenario_group.command("run")
@@ -37,15 +37,16 @@ def scenario_group():
               envvar="TAU_DEMO_AUTOSCALER",
               help="who answers the ProvisioningRequests: the fake autoscaler, or the real Cluster Autoscaler "
                    "1.36.1 (`tau-demo real-ca`; scenarios that need an injected fault are skipped, saying why)")
-def run_cmd(names, kube_client, kubeconfig, auto, autoscaler):
-    """Run scenarios in order (default: all).  NAMES: all, success, timeout, race, beyond, or one of
-    success, timeout-preflight, timeout-window, timeout-deadline, race-admission-wins,
-    race-timeout-wins, race-legacy, race-interrupted-mirror, never-boot.  Exit 1 if any check fails,
-    2 for an unknown name."""
+@click.option("--upstream", "with_upstream", is_flag=True,
+              help="also run the known Kueue v0.19.2 defects (the group upstream), after the others")
+def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream):
+    """Run scenarios in order (default: all, the design's walkthrough).  NAMES: a group (all, success,
+    timeout, race, beyond, upstream) or scenario names, as `tau-demo scenario list` shows them.
+    Exit 1 if any check fails."""
     if auto is None:
         auto = os.environ.get("AUTO") == "1" or not sys.stdin.isatty()
     try:
-        chosen = runner.resolve(names)
+        chosen = runner.resolve(names, with_upstream)
     except KeyError as e:
         groups = [g for g in runner.GROUPS if g not in runner.SCENARIOS]
         raise click.BadParameter(f"unknown scenario {e.args[0]!r}; choose a group ({', '.join(groups)}) or a "
@@ -66,10 +67,26 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler):
             ctx.say(f"  {'SKIP' if ok is None else 'PASS' if ok else 'FAIL'}  {n:26} {detail}")
         leftovers = ctx.leftovers()
         ctx.say(f"  left behind: {', '.join(leftovers) if leftovers else 'nothing'}")
+        if ctx.verdicts:
+            ctx.say("\nUpstream reports on Kueue v0.19.2 (the table of docs/upstream.md)")
+            for row in runner.verdict_table(ctx):
+                ctx.say(row)
     finally:
         stop_started(ctx)
     if leftovers or any(ok is False for _, ok, _ in summary):
         sys.exit(1)
+
+
+@scenario_group.command("list")
+def list_cmd():
+    """Every scenario: its name, the upstream report it reproduces (kubernetes-sigs/kueue#N), what it
+    shows, and whether it needs the fake autoscaler (an injected fault)."""
+    rows = [("NAME", "REPORT", "FAKE-ONLY", "WHAT")] + [
+        (n, report.removeprefix("kubernetes-sigs/") or "-", "yes" if fake else "no", what)
+        for n, report, what, fake in runner.catalogue()]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3])
 
 
 @click.group("race", context_settings=CONTEXT_SETTINGS)

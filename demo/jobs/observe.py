@@ -8,6 +8,7 @@ from ..k8s import heartbeat
 from ..k8s.client import Kube
 from ..k8s.errors import ApiError, NotFound
 from ..k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, JOB_UID_LABEL, POOL_TABLE, REAL_CA_LEASE
+from ..k8s.objects import owned_by
 from ..k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
                              PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD)
 
@@ -36,10 +37,11 @@ def snapshot(k: Kube, namespace: str, name: str, job_uid: str | None = None) -> 
         job = None
     wl = workload_for(k, job) if job else None
     provreqs: list[dict] = []
-    if wl is not None:
+    if wl is not None:   # by name, or owned by the Workload (another check's, or a name Kueue cut and hashed)
         prefix = f"{wl['metadata']['name']}-{CHECK_NAME}-"
         items, _ = k.list(PROVREQ, namespace)
-        provreqs = [p for p in items if p["metadata"]["name"].startswith(prefix)]
+        provreqs = [p for p in items if p["metadata"]["name"].startswith(prefix)
+                    or owned_by(p, wl["metadata"]["uid"])]
     uid = job_uid or (job or {}).get("metadata", {}).get("uid")
     pods: list[dict] = []
     if uid:

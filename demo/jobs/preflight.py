@@ -5,6 +5,8 @@
    ProvisioningRequestConfig exists with a non-empty class.
 2. The gang fits the pool's max, read from the pool table the autoscaler publishes, trusted only
    while an autoscaler runs (its heartbeat Lease is fresh); otherwise from the pools file.
+3. Given the Job's name: Kueue v0.19.2 can find the ProvisioningRequests it will make for it
+   (a warning, not a refusal: kubernetes-sigs/kueue#12542, see kueue_names.py).
 
 The reads are in submit.py; these functions only decide.
 
@@ -22,6 +24,9 @@ from fake_ca.request import gang_request
 from ..k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, POOL_TABLE, PROVISIONING_CONTROLLER, REAL_CA_LEASE,
                         SYSTEM_NAMESPACE)
 from ..k8s.objects import condition
+from . import kueue_names
+
+KUEUE_DEFAULT_BACKOFF_LIMIT = 3        # ProvisioningRequestConfig retryStrategy.backoffLimitCount, CRD default
 
 
 class GangError(ValueError):
@@ -60,6 +65,7 @@ class Result:
     code: int
     lines: list[str] = field(default_factory=list)
     flavor: dict | None = None
+    attempts: dict[str, int] = field(default_factory=dict)   # provisioning check -> most attempts Kueue makes
 
 
 def _true(obj, ctype):
@@ -91,6 +97,7 @@ def check_profile(profile: str, local_queue: dict | None, cluster_queue: dict | 
     if not prov:
         return no(f"ClusterQueue {cq_name} has no AdmissionCheck with controller {PROVISIONING_CONTROLLER}; "
                   "without it Kueue admits without waiting for capacity")
+    attempts = {}
     for ac in prov:
         name = ac["metadata"]["name"]
         active, msg = _true(ac, ACTIVE)
@@ -102,9 +109,34 @@ def check_profile(profile: str, local_queue: dict | None, cluster_queue: dict | 
             return no(f"AdmissionCheck {name} parameters do not resolve to a ProvisioningRequestConfig")
         if not ((prc.get("spec") or {}).get("provisioningClassName") or "").strip():
             return no(f"ProvisioningRequestConfig {prc['metadata']['name']} has no provisioningClassName")
+        retry = (prc.get("spec") or {}).get("retryStrategy") or {}
+        attempts[name] = int(retry.get("backoffLimitCount", KUEUE_DEFAULT_BACKOFF_LIMIT)) + 1
     flavors = [f.get("name") for rg in spec.get("resourceGroups") or []
                if GPU in (rg.get("coveredResources") or []) for f in rg.get("flavors") or []]
-    return Result(0, [f"preflight: profile {profile} ProvisioningReady=True"], flavor={"names": flavors})
+    return Result(0, [f"preflight: profile {profile} ProvisioningReady=True"], flavor={"names": flavors},
+                  attempts=attempts)
+
+
+def check_request_names(job_name: str, attempts: dict[str, int]) -> list[str]:
+    """Warnings for Kueue v0.19.2's lost ProvisioningRequest (kubernetes-sigs/kueue#12542): for each
+    provisioning check, the first attempt whose request name `<workload>-<check>-<attempt>` is over 247
+    characters.  Kueue then cuts and hashes it, cannot find it again, and deletes and re-creates it
+    without end; the Workload keeps its quota and is never admitted.  Empty when every name fits."""
+    wl_len = kueue_names.workload_name_length_for_job(job_name)
+    out = []
+    for check, most in sorted(attempts.items()):
+        lost = next((a for a in range(1, max(most, 1) + 1) if kueue_names.loses_its_request(wl_len, len(check), a)),
+                    None)
+        if lost is None:
+            continue
+        full = wl_len + 1 + len(check) + 1 + len(str(lost))
+        shorten = full - kueue_names.MAX_PREFIX_LENGTH
+        out.append(f"preflight: WARNING: Kueue v0.19.2 cannot find its own ProvisioningRequest for this Job: "
+                   f"<workload>-{check[:24]}{'…' if len(check) > 24 else ''}-{lost} would be {full} characters "
+                   f"(over {kueue_names.MAX_PREFIX_LENGTH}), so Kueue cuts and hashes it and then deletes and "
+                   f"re-creates it without end (kubernetes-sigs/kueue#12542, fixed by #14916); the Job waits until "
+                   f"its admission deadline. A Job name {shorten} character(s) shorter avoids it.")
+    return out
 
 
 def check_gang(gang: Gang, pools, flavor: dict | None, namespace: str = DEMO_NAMESPACE) -> Result:

@@ -8,24 +8,18 @@ from fake_ca.pools import PoolsError, load_pools, pools_from_configmap
 
 from ..k8s.client import Kube
 from ..k8s.resources import JOB
-from ..paths import POOLS_FILE, REPO
+from ..paths import POOLS_FILE, shown
 from . import observe
-from .preflight import MISSING, TABLE, Gang, check_gang, check_namespace, check_profile, pool_source
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(REPO))
-    except ValueError:
-        return str(path)
+from .preflight import MISSING, TABLE, Gang, check_gang, check_namespace, check_profile, check_request_names, pool_source
 
 
 def run_preflight(k: Kube, profile: str, gang: Gang, namespace: str,
-                  pools_file: Path = POOLS_FILE) -> tuple[int, list[str]]:
+                  pools_file: Path = POOLS_FILE, job_name: str | None = None) -> tuple[int, list[str]]:
     """Layer 1: (exit code, lines).  0 ready and fits, 1 not ready / unknown / no pool table, 2 never fits.
 
     The published pool table is used only while an autoscaler's heartbeat Lease is fresh; with none
-    running, `pools_file` (what the next autoscaler will publish) is, and a line says so."""
+    running, `pools_file` (what the next autoscaler will publish) is, and a line says so.  With the
+    Job's name, a warning line when Kueue v0.19.2 would lose its ProvisioningRequest."""
     inputs = observe.preflight_inputs(k, profile, namespace)
     ns = check_namespace(namespace, inputs.namespace_exists)
     if ns is not None:
@@ -34,8 +28,8 @@ def run_preflight(k: Kube, profile: str, gang: Gang, namespace: str,
                         inputs.prov_configs)
     if res.code:
         return res.code, res.lines
-    lines = list(res.lines)
-    source = pool_source(inputs.pool_table, inputs.autoscalers, _shown(pools_file))
+    lines = list(res.lines) + (check_request_names(job_name, res.attempts) if job_name else [])
+    source = pool_source(inputs.pool_table, inputs.autoscalers, shown(pools_file))
     lines += source.lines
     if source.use == MISSING:
         return 1, lines

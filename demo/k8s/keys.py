@@ -32,6 +32,11 @@ ACTIVE = "Active"                                                    # Admission
 DEACTIVATED = "Deactivated"                                          # an external spec.active=false
 DEACTIVATED_DUE_TO_ADMISSION_CHECK = "DeactivatedDueToAdmissionCheck"
 REQUEUED_BY_ADMISSION_CHECK = "AdmissionCheck"                       # Requeued=False reason in retry backoff
+EVICTED_BY_ADMISSION_CHECK = "AdmissionCheck"                        # Evicted reason: a check went Retry
+DEACTIVATION_TARGET = "DeactivationTarget"                           # condition Kueue sets before spec.active=false
+# Workload events Kueue records
+EVENT_PROVREQ_CREATED = "ProvisioningRequestCreated"
+EVENT_CHECK_REJECTED = "AdmissionCheckRejected"                      # "Deactivated due to AdmissionCheck in Rejected state"
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
 # AdmissionCheck states in Workload.status.admissionChecks[]
 CHECK_PENDING, CHECK_READY, CHECK_RETRY, CHECK_REJECTED = "Pending", "Ready", "Retry", "Rejected"
@@ -75,6 +80,11 @@ FAKE_CA_LEASE = "fake-ca"
 DEADLINE_LEASE_PREFIX = "deadline-"                                  # + the controller's class
 SERVICE_ACCOUNTS = {"fake-ca": f"system:serviceaccount:{SYSTEM_NAMESPACE}:fake-ca",
                     "deadline": f"system:serviceaccount:{SYSTEM_NAMESPACE}:deadline"}
+
+# ---------------------------------------------------------------------------- upstream scenarios (scenarios/upstream/)
+UPSTREAM_PREFIX = "upstream-"                                        # every Kueue object they create is named so
+EXTERNAL_CHECK_CONTROLLER = "tau-demo.io/external-check"             # controllerName of a scenario's own check
+EXTERNAL_CHECK_FIELD_MANAGER = "tau-demo-external-check"             # what that controller applies
 
 # ---------------------------------------------------------------------------- the admission deadline
 _P = "tau-demo.io/"

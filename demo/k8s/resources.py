@@ -30,6 +30,7 @@ class Resource:
 
 
 NODE = Resource("", "v1", "nodes", "Node", namespaced=False)
+EVENT = Resource("", "v1", "events", "Event")
 POD = Resource("", "v1", "pods", "Pod")
 POD_TEMPLATE = Resource("", "v1", "podtemplates", "PodTemplate")
 CONFIG_MAP = Resource("", "v1", "configmaps", "ConfigMap")

@@ -322,7 +322,7 @@ def api(monkeypatch):
              "create_error": None}
     monkeypatch.setattr(observe, "namespace_exists", lambda k, ns: state["namespace"])
     monkeypatch.setattr(observe, "job_exists", lambda k, ns, name: state["job"])
-    monkeypatch.setattr(cli_jobs, "run_preflight", lambda *a: state["preflight"])
+    monkeypatch.setattr(cli_jobs, "run_preflight", lambda *a, **kw: state["preflight"])
 
     def create(k, job):
         if state["create_error"]:
@@ -600,7 +600,7 @@ def test_scenario_run_of_an_unknown_name_lists_the_names():
     r = run("scenario", "run", "nosuch")
     assert r.exit_code == 2
     assert "unknown scenario 'nosuch'" in r.output
-    assert "a group (all, timeout, race, beyond)" in r.output
+    assert "a group (all, timeout, race, beyond, upstream)" in r.output
     for name in ("success", "timeout-preflight", "timeout-window", "timeout-deadline", "race-admission-wins",
                  "race-timeout-wins", "race-legacy", "race-interrupted-mirror", "never-boot"):
         assert name in r.output

@@ -1,0 +1,160 @@
+"""kubernetes-sigs/kueue#10807 (fixed by #14309): a Rejected check that arrives during an eviction is ignored.
+
+Kueue v0.19.2's workload controller deactivates a Workload whose check is Rejected
+(workload_controller.go:979-991), but returns before that branch when the Workload is already
+evicted (workload_controller.go:974, `if IsEvicted(wl) || ...`), and looks at checks only while quota is
+reserved (833).  A rejection written between the Evicted=True write and the job reconciler's
+release of the quota is therefore never acted on: Admitted=True stays until the quota goes, the
+Workload is never deactivated, and afterwards it waits forever ("The workload has failed admission
+checks").
+
+The ProvisioningRequest check cannot write that rejection itself (it does nothing for evicted
+Workloads), so, as in the report, the rejection comes from a second, external check: a small
+controller of the scenario's own that sets only its own check's state.  It asks for a retry (Kueue
+evicts, reason AdmissionCheck) and, seeing Evicted=True with the quota still reserved, rejects.
+"""
+
+from __future__ import annotations
+
+import time
+
+from demo.deadline import protocol as dl
+from demo.jobs.watch import follow
+from demo.k8s.keys import (ADMITTED, CHECK_NAME, CHECK_READY, CHECK_REJECTED, CHECK_RETRY,
+                           DEACTIVATED_DUE_TO_ADMISSION_CHECK, DEACTIVATION_TARGET, EVENT_CHECK_REJECTED, EVICTED,
+                           EXTERNAL_CHECK_CONTROLLER, QUOTA_RESERVED, UPSTREAM_PREFIX)
+from demo.k8s.objects import condition, created_at, is_true, meta
+from demo.timeline import svg
+from demo.timeline.lanes import snapshot_states
+
+from ..harness import NS, Context
+from ..recorder import Recorder
+from . import kit
+
+REPORT = {
+    "number": "kubernetes-sigs/kueue#10807",
+    "title": "a Rejected admission check that arrives while an eviction is in flight is ignored",
+    "claim": "the Workload is not deactivated and keeps Admitted=True; afterwards it stays pending with the "
+             "rejected check forever (fixed by #14309)",
+    "fixed_in": "v0.19.3 (PR #14309), per Kueue's changelog as the issue cites it",
+}
+NAME = "upstream-10807"
+QUEUE = f"{UPSTREAM_PREFIX}10807"
+CHECK = f"{UPSTREAM_PREFIX}10807-external-check"
+DEADLINE = 45
+
+
+def running(snap) -> bool:
+    return any((p.get("status") or {}).get("phase") == "Running" for p in snap.pods)
+
+
+def deactivated_by_kueue(wl: dict | None) -> bool:
+    ev = condition(wl, EVICTED) or {}
+    return is_true(wl, DEACTIVATION_TARGET) or ev.get("reason") == DEACTIVATED_DUE_TO_ADMISSION_CHECK or (
+        (wl or {}).get("spec", {}).get("active") is False and not dl.committed_timeout(wl))
+
+
+def control(ctx: Context, ext: kit.ExternalCheck) -> float:
+    ctx.step("Control: the external check rejects an admitted Workload that is not being evicted")
+    name = ctx.new_name("job-ctrl")
+    ext.policy = lambda wl, me: (CHECK_READY, "passes") if is_true(wl, QUOTA_RESERVED) else None
+    ctx.submit(name, "1x8", deadline="90s", profile=QUEUE)
+    wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and is_true(w, ADMITTED) and w, 60, "Kueue to admit")
+    ext.policy = lambda wl, me: (CHECK_REJECTED, "rejected by the external check") if is_true(wl, ADMITTED) else None
+    ext.poke(meta(wl)["name"])
+    t0 = time.time()
+    wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and deactivated_by_kueue(w) and w, 30, "Kueue to deactivate")
+    took = time.time() - t0
+    events = kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])
+    ctx.check(bool(events), f"Kueue deactivated it within {took:.1f}s: {kit.conditions_line(wl)}; event "
+                            f"{EVENT_CHECK_REJECTED}: {(events or ['none'])[0][:70]}")
+    ctx.delete_job(name)
+    return took
+
+
+def run(ctx: Context) -> None:
+    kit.begin(ctx, REPORT)
+    log, log_path = ctx.event_log(NAME)
+    with kit.KueueObjects(ctx) as objs:
+        objs.admission_check(CHECK, controller=EXTERNAL_CHECK_CONTROLLER, config=None)
+        objs.cluster_queue(QUEUE, [CHECK_NAME, CHECK])
+        objs.local_queue(QUEUE, QUEUE)
+        with kit.ExternalCheck(ctx, CHECK) as ext:
+            objs.wait_active(QUEUE)
+            took = control(ctx, ext)
+            name = ctx.new_name()
+            phase = {"now": "admit"}
+
+            def policy(wl, me):
+                if phase["now"] == "admit" and is_true(wl, QUOTA_RESERVED) and not is_true(wl, EVICTED):
+                    return CHECK_READY, "passes"
+                if phase["now"] == "retry" and me.get("state") == CHECK_READY and is_true(wl, ADMITTED):
+                    return CHECK_RETRY, "the external check asks for a retry"
+                if phase["now"] == "retry" and is_true(wl, EVICTED) and is_true(wl, QUOTA_RESERVED):
+                    return CHECK_REJECTED, "rejected while the eviction is in flight"
+                return None
+            ext.policy = policy
+
+            def lanes(s):
+                return {**snapshot_states(s.job, s.workload, s.provreqs, s.pods, s.nodes),
+                        "External check": kit.check_entry(s.workload, CHECK).get("state") or "-"}
+            with Recorder(ctx, name, log, lanes=lanes) as rec:
+                ctx.step(f"Submit a 1 × 8-GPU Job with --deadline {DEADLINE}s; both checks pass; Kueue admits; "
+                         "the pod runs")
+                created = ctx.submit(name, "1x8", duration="300s", deadline=f"{DEADLINE}s", profile=QUEUE)
+                rec.mark("deadline", t=created_at(created).timestamp() + DEADLINE)
+                ctx.wait(lambda: rec.samples and running(rec.samples[-1][1]), 40, "the pod to run")
+                wl = rec.samples[-1][1].workload
+                ctx.check(is_true(wl, ADMITTED), f"running: {kit.conditions_line(wl)}")
+                ctx.step("The external check asks for a retry: Kueue evicts (AdmissionCheck); while the eviction "
+                         "is in flight it rejects")
+                phase["now"] = "retry"
+                ext.poke(meta(wl)["name"])
+                def rejection():
+                    return next((w for w in ext.writes if w.state == CHECK_REJECTED
+                                 and meta(w.read)["name"] == meta(wl)["name"]), None)
+                try:
+                    ctx.wait(rejection, 20, "the rejection")
+                except AssertionError:
+                    pass
+                rej = rejection()
+                at = rej.read if rej else None
+                if rej:
+                    rec.mark("Retry, then Rejected", t=rej.t)
+                in_window = bool(at) and is_true(at, EVICTED) and is_true(at, QUOTA_RESERVED)
+                ctx.say(f"  Rejected written on rv {kit.rv(at) if at else '-'}: {kit.conditions_line(at)}"
+                        if rej else f"  no rejection landed in the window ({ext.conflicts} conflicts)")
+                ctx.step("What Kueue does with it: the control was deactivated within "
+                         f"{took:.1f}s; watch for {max(3 * took, 5):.0f}s after the quota is released")
+                ctx.wait(lambda: not is_true(rec.samples[-1][1].workload, QUOTA_RESERVED), 30, "the quota release")
+                time.sleep(max(3 * took, 5))
+                wl = rec.samples[-1][1].workload
+                kueue_acted = rec.ever(lambda s: deactivated_by_kueue(s.workload))
+                events = kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])
+                ignored = in_window and not kueue_acted and not events
+                ctx.say(f"  now: {kit.conditions_line(wl)}; {CHECK}: "
+                        f"{kit.check_entry(wl, CHECK).get('state')}; QuotaReserved: "
+                        f"{(condition(wl, QUOTA_RESERVED) or {}).get('message')}")
+                ctx.step(f"Layer 3: the admission deadline ({DEADLINE}s after submission)")
+                view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
+                ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "cleanup to delete the Job")
+            committed = rec.first(lambda s: dl.committed_timeout(s.workload))
+            ctx.check(view.outcome == "failed" and committed is not None, f"layer 3 ended it: {view.reason}")
+            held = [ctx.check(not rec.ever(lambda s: (running(s) or is_true(s.workload, ADMITTED))
+                                           and (dl.committed_timeout(s.workload) or dl.mirrored(s.job))),
+                              "invariant: while the Job ran (or its Workload was Admitted) it was never reported failed"),
+                    ctx.check(not any(s.job is not None and (running(s) or s.job["spec"].get("suspend") is False)
+                                      for t, s in rec.samples if committed and t >= committed),
+                              "invariant: once the timeout was committed the Job never ran again; cleanup deleted it")]
+    ctx.wait_pool_empty(120)
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT['number']}: rejected during eviction")
+    evidence = (f"the external check's Rejected landed on rv {kit.rv(at)} ({kit.conditions_line(at)}); Kueue "
+                f"neither deactivated the Workload nor recorded {EVENT_CHECK_REJECTED}, released the quota and left "
+                f"it active and pending with the rejected check (the control was deactivated in {took:.1f}s)"
+                if ignored else
+                "Kueue deactivated the Workload (the fixed behaviour)" if kueue_acted else
+                f"the rejection did not land while the eviction was in flight ({ext.conflicts} conflicts)")
+    kit.verdict(ctx, REPORT, ignored, evidence,
+                "layer 3, the admission deadline: it committed the timeout once the Workload was no longer admitted; "
+                + ("the invariants held" if all(held) else "an invariant was BROKEN (see the checks)"), str(picture))
+
