@@ -3,8 +3,10 @@ starts), KWOK's stages, the demo's Kueue objects and RBAC, the demo-cluster mark
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Callable
+
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from ..k8s import keys
 from ..k8s.client import Kube
@@ -57,18 +59,18 @@ def kwok_stage_docs() -> list[dict]:
 
 def wait_kueue_objects(k: Kube, timeout: float = 90) -> None:
     """The AdmissionCheck must be Active (its ProvisioningRequestConfig resolved) and the ClusterQueue Active."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
+    def not_yet() -> str:
+        """'' when both are Active, else what they say."""
         ac = k.get_or_none(ADMISSION_CHECK, keys.CHECK_NAME)
         cq = k.get_or_none(CLUSTER_QUEUE, keys.CLUSTER_QUEUE)
         if is_true(ac, keys.ACTIVE) and is_true(cq, keys.ACTIVE):
-            return
-        last = (f"AdmissionCheck {keys.CHECK_NAME} Active={(condition(ac, keys.ACTIVE) or {}).get('status')}, "
+            return ""
+        return (f"AdmissionCheck {keys.CHECK_NAME} Active={(condition(ac, keys.ACTIVE) or {}).get('status')}, "
                 f"ClusterQueue {keys.CLUSTER_QUEUE} Active={(condition(cq, keys.ACTIVE) or {}).get('status')} "
                 f"({(condition(cq, keys.ACTIVE) or {}).get('message', '')})")
-        time.sleep(1)
-    raise ClusterError(f"Kueue objects not active after {timeout:.0f}s: {last}")
+    last = _poll(not_yet, timeout, 1.0)
+    if last:
+        raise ClusterError(f"Kueue objects not active after {timeout:.0f}s: {last}")
 
 
 def webhook_answers(k: Kube) -> tuple[bool, str]:
@@ -88,13 +90,19 @@ def webhook_answers(k: Kube) -> tuple[bool, str]:
 
 
 def wait_apiserver(k: Kube, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    err = ""
-    while time.monotonic() < deadline:
+    def not_yet() -> str:
         try:
-            if k.raw("/readyz").strip() == "ok":
-                return
+            answer = k.raw("/readyz").strip()
         except (ApiError, Unreachable) as e:
-            err = str(e)
-        time.sleep(0.5)
-    raise ClusterError(f"apiserver not ready after {timeout:.0f}s: {err}")
+            return str(e)
+        return "" if answer == "ok" else f"/readyz says {answer[:200]!r}"
+    err = _poll(not_yet, timeout, 0.5)
+    if err:
+        raise ClusterError(f"apiserver not ready after {timeout:.0f}s: {err}")
+
+
+def _poll(not_yet: Callable[[], str], timeout: float, every: float) -> str:
+    """Call not_yet() every `every` seconds until it returns '' or `timeout` passed; its last answer."""
+    retrying = Retrying(retry=retry_if_result(bool), stop=stop_after_delay(timeout), wait=wait_fixed(every),
+                        retry_error_callback=lambda state: state.outcome.result())
+    return retrying(not_yet)

@@ -133,3 +133,12 @@ def test_paths_shown_to_readers_carry_no_home_directory(monkeypatch, tmp_path):
         "$TAU_DEMO_STATE/clusters/c/controllers/fake-ca.log"
     assert shown(tmp_path / "cache" / "kind-v0.32.0" / "bin" / "kind") == "$TAU_DEMO_CACHE/kind-v0.32.0/bin/kind"
     assert shown("/etc/hosts") == "/etc/hosts"
+
+
+def test_poll_returns_at_the_first_empty_answer_or_the_last_complaint_at_the_timeout():
+    from demo.cluster.install import _poll
+    answers = iter(["starting", "starting", ""])
+    assert _poll(lambda: next(answers), 5, 0.01) == ""
+    calls = []
+    assert _poll(lambda: calls.append(1) or f"not ready ({len(calls)})", 0.2, 0.05) == f"not ready ({len(calls)})"
+    assert 2 <= len(calls) <= 6
