@@ -27,7 +27,7 @@ def books(provreq: dict) -> bool:
             and not is_true(provreq, BOOKING_EXPIRED) and not is_true(provreq, CAPACITY_REVOKED))
 
 
-def booked_pods(provreqs: list[dict], templates: dict[tuple[str, str], dict], exclude_uid: str = "",
+def booked_pods(provreqs: list[dict], templates: dict[tuple[str, str], dict],
                 parse: Callable[[dict, dict[str, dict]], Request] = request_from_objects) -> list[PodSet]:
     """The pods whose capacity other requests may not use: every booking request's pods, in order.
     A request whose PodTemplates are gone books nothing (the real autoscaler logs and skips it).
@@ -37,7 +37,7 @@ def booked_pods(provreqs: list[dict], templates: dict[tuple[str, str], dict], ex
     for (tns, name), t in templates.items():
         by_ns.setdefault(tns, {})[name] = t
     for pr in provreqs:
-        if meta(pr).get("uid") == exclude_uid or not books(pr):
+        if not books(pr):
             continue
         try:
             out += parse(pr, by_ns.get(meta(pr).get("namespace") or "default", {})).expand()

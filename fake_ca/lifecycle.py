@@ -29,7 +29,8 @@ from typing import Callable
 
 from demo.k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CAPACITY_REVOKED,
                            CHECK_CAPACITY, DOMAIN_DETAIL, FAILED, PROVISIONED, PROVREQ_UID_ANNOTATION)
-from demo.k8s.objects import annotations, created_at, deleting, is_true, meta, name_of, spec, status, transition_time
+from demo.k8s.objects import (annotations, created_at, deleting, is_true, meta, name_of, spec, status, transition_time,
+                              uid as uid_of)
 
 from . import backoff, booking, nodes as vm
 from . import conditions as C
@@ -182,7 +183,7 @@ def refresh(provreqs: list[dict], pods: list[dict], now: datetime, opts: Options
         if is_true(pr, PROVISIONED):
             w = _refresh_provisioned(pr, params, pods, now, opts)
         else:
-            w = _refresh_waiting(pr, params, now, opts, notes)
+            w = _refresh_waiting(pr, params, now, opts)
         if w is not None:
             writes.append(w)
         elif params.valid_until_note and not (opts.honor_valid_until or params.honor_valid_until):
@@ -210,7 +211,7 @@ def _refresh_provisioned(pr: dict, params: P.Params, pods: list[dict], now: date
     return None
 
 
-def _refresh_waiting(pr: dict, params: P.Params, now: datetime, opts: Options, notes: list[str]) -> Write | None:
+def _refresh_waiting(pr: dict, params: P.Params, now: datetime, opts: Options) -> Write | None:
     key = _key(pr)
     age = _age(pr, now)
     if age >= opts.expiry_seconds:
@@ -260,7 +261,7 @@ def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime
             continue
         if _key(pr) in refreshed:
             continue
-        uid = meta(pr).get("uid", "")
+        uid = uid_of(pr)
         avail = backoff.availability(pr, retry.get(uid), now, opts.retry)
         if avail.retry is None:
             retry.pop(uid, None)
@@ -296,21 +297,20 @@ def nodes_of(uid: str, nodes: list[dict]) -> list[dict]:
 
 def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[dict], pools: list[Pool],
              memory: Memory, now: datetime, opts: Options) -> Pick:
-    key, uid = _key(pr), meta(pr).get("uid", "")
+    key, uid = _key(pr), uid_of(pr)
     cls = spec(pr).get("provisioningClassName")
     accepted = _write(pr, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, f"provreq {key}: accepted")
-    after = Write({**pr, "status": {**status(pr), "conditions": accepted.conditions}}, ACCEPTED,
-                  accepted.conditions, accepted.why)
+    after = {**pr, "status": {**status(pr), "conditions": accepted.conditions}}     # the request once accepted
     pick = Pick(key, uid, [accepted])
     apply = cls == BEST_EFFORT_ATOMIC
 
     mine = nodes_of(uid, nodes)
     if mine:                                    # a scale-up of ours was interrupted (restart, kill -9)
-        want = max(int(annotations(n).get(BATCH_ANNOTATION, "0") or 0) for n in mine)
+        want = max(int(annotations(n).get(BATCH_ANNOTATION) or 0) for n in mine)
         names = sorted(meta(n)["name"] for n in mine)
         if want and len(mine) >= want:
             details = _domain_details(request, mine, pools)
-            pick.writes.append(_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
+            pick.writes.append(_write(after, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
                                       now, f"provreq {key}: all {want} node(s) exist ({', '.join(names)}): provisioned",
                                       apply, details))
             return pick
@@ -320,7 +320,8 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
         return pick
 
     snapshot = vm.snapshot_nodes(nodes)
-    booked = booking.booked_pods(cluster.provreqs, cluster.templates, exclude_uid=uid, parse=cluster.parse)
+    # the picked request is not Provisioned=True, so it books nothing itself
+    booked = booking.booked_pods(cluster.provreqs, cluster.templates, parse=cluster.parse)
     backed = {pool: f"node group {pool} is backed off after a failed scale-up ({g.reason}) until "
                     f"{g.until.strftime('%H:%M:%S')}"
               for pool, g in memory.groups.items() if backoff.backed_off(g, now)}
@@ -328,22 +329,22 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
 
     if cls == CHECK_CAPACITY:
         if verdict.fits:
-            pick.writes.append(_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND,
+            pick.writes.append(_write(after, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND,
                                       now, verdict.line(key)))
         elif params.no_retry:
-            pick.writes.append(_write(after.provreq, FAILED, "True", C.R_NOT_FOUND, C.MSG_NOT_FOUND_NO_RETRY, now,
+            pick.writes.append(_write(after, FAILED, "True", C.R_NOT_FOUND, C.MSG_NOT_FOUND_NO_RETRY, now,
                                       verdict.line(key) + " (noRetry: Failed)"))
         else:
-            pick.writes.append(_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+            pick.writes.append(_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
                                       verdict.line(key)))
         return pick
 
     if not verdict.fits:
-        pick.writes.append(_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+        pick.writes.append(_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
                                   verdict.line(key), apply=True))
         return pick
     if verdict.nodes_to_create == 0:
-        pick.writes.append(_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now,
+        pick.writes.append(_write(after, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now,
                                   verdict.line(key), apply=True, details=_details(verdict)))
         return pick
     stockout = params.stockout_seconds if params.stockout_seconds is not None else opts.stockout_seconds
@@ -353,7 +354,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
         left = "" if stockout == P.FOREVER else f", back in {stockout - _age(pr, now):.0f}s"
         pick.why = (f"INJECTED stock-out: the cloud refused {verdict.nodes_to_create} node(s) of {verdict.pool}"
                     f"{left}")
-        pick.writes.append(_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+        pick.writes.append(_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
                                   verdict.line(key) + f"; {pick.why}", apply=True))
         return pick
     pool = next(p for p in pools if p.name == verdict.pool)
@@ -364,10 +365,10 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
     boot_note = "" if boots is None else (" (their VMs never boot)" if boot == P.FOREVER else f" (booting {boot:.0f}s)")
     pick.scale_up = ScaleUp(
         verdict.pool, verdict.nodes_to_create, domains, boots,
-        provisioned=_write(after.provreq, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND, now,
+        provisioned=_write(after, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND, now,
                            f"provreq {key}: Provisioned=True (CapacityIsProvisioned) as soon as the nodes are requested"
                            f"{boot_note}", apply=True, details=_details(verdict)),
-        refused=_write(after.provreq, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+        refused=_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
                        f"provreq {key}: the scale-up failed; nodes rolled back", apply=True),
         why=verdict.line(key))
     return pick

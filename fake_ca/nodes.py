@@ -66,13 +66,14 @@ class TimedOut:
 
 
 def timed_out(nodes: list[dict], now: datetime, max_provision_seconds: float) -> list[TimedOut]:
-    """Booting nodes older than --max-node-provision-time, grouped by pool (oldest first)."""
+    """Booting nodes older than --max-node-provision-time, grouped by pool (oldest first).  As in
+    clusterstate (ExpectedAddTime Before now), a node exactly that old has not timed out yet."""
     late: dict[str, list[tuple[datetime, str]]] = {}
     for n in nodes:
         if not booting(n):
             continue
         created = created_at(n)
-        if created is None or (now - created).total_seconds() < max_provision_seconds:
+        if created is None or (now - created).total_seconds() <= max_provision_seconds:
             continue
         late.setdefault(labels(n).get(POOL_LABEL, "?"), []).append((created, name(n)))
     out = []

@@ -52,17 +52,14 @@ def _seconds(params: dict, key: str, allow_never: bool = False) -> float | None:
 
 
 def _flag(params: dict, key: str) -> bool:
-    return str(params.get(key, "")).strip().lower() == "true"
+    return str(params.get(key)).strip().lower() == "true"
 
 
 def parse(provreq: dict) -> Params:
     """The request's parameters.  BadParameter for an unusable fakeCA* value."""
     raw = spec(provreq).get("parameters") or {}
     params = raw if isinstance(raw, dict) else {}
-    try:
-        return _parse(tuple(sorted((str(k), str(v)) for k, v in params.items())))
-    except TypeError:            # unhashable values: parse without the cache
-        return _parse_dict(params)
+    return _parse(tuple(sorted((str(k), str(v)) for k, v in params.items())))      # strings: always hashable
 
 
 @lru_cache(maxsize=4096)

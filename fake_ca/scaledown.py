@@ -18,15 +18,12 @@ def unneeded_for(node: dict, now: datetime) -> float | None:
     return seconds_since(parse_time(annotations(node).get(UNNEEDED_ANNOTATION)), now)
 
 
-
-
 @dataclass
 class ScaleDown:
     mark: list[str] = field(default_factory=list)       # start the unneeded timer (annotation)
     clear: list[str] = field(default_factory=list)      # node is needed again
     delete: list[str] = field(default_factory=list)
     why: dict[str, str] = field(default_factory=dict)
-    after: float | None = None                          # next timer
 
 
 def _busy(node_name: str, pods: list[dict]) -> bool:
@@ -46,9 +43,9 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
     """Nodes this fake created are kept while their request's booking lasts (or while it is
     still being provisioned), and while booked pods of any request occupy them (`booked`:
     planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot);
-    afterwards a node with no running non-daemon pods for `unneeded_seconds` is deleted, never
-    below the pool's min.  Nodes still booting are not candidates: --max-node-provision-time deals
-    with them."""
+    afterwards a node with no running non-daemon pods for longer than `unneeded_seconds` is deleted
+    (core/scaledown/unneeded: since + unneeded time Before now), never below the pool's min.  Nodes
+    still booting are not candidates: --max-node-provision-time deals with them."""
     out = ScaleDown()
     size: dict[str, int] = {}
     managed = [n for n in nodes if labels(n).get(MANAGED_LABEL) == "true"
@@ -57,11 +54,10 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         p = pool_of_node(n, pools)
         if p:
             size[p.name] = size.get(p.name, 0) + 1
-    timers = []
     for n in sorted(managed, key=lambda n: n["metadata"]["name"]):
         name = n["metadata"]["name"]
         ann = annotations(n)
-        pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION, ""))
+        pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION))
         protected = pr is not None and not is_true(pr, FAILED) and (books(pr) or not is_true(pr, PROVISIONED))
         needed = protected or _busy(name, pods) or booting(n) or name in booked
         since = unneeded_for(n, now)
@@ -71,17 +67,13 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
             continue
         if since is None:
             out.mark.append(name)
-            timers.append(unneeded_seconds)
             continue
         p = pool_of_node(n, pools)
-        if since >= unneeded_seconds:
-            if p and size.get(p.name, 0) <= p.min_nodes:
+        if since > unneeded_seconds:
+            if p and size[p.name] <= p.min_nodes:
                 continue
             out.delete.append(name)
             out.why[name] = f"unneeded for {since:.0f}s (no running pods, booking over)"
             if p:
                 size[p.name] -= 1
-        else:
-            timers.append(unneeded_seconds - since)
-    out.after = min(timers) if timers else None
     return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
 
 from demo.k8s.keys import PROVREQ_CONDITIONS
 
@@ -200,9 +201,7 @@ def verdict(diffs: list[Difference], probe: str, a: str) -> str:
 
 
 def side_by_side(left: list[str], right: list[str], width: int = 58) -> list[str]:
-    n = max(len(left), len(right))
-    left, right = left + [""] * (n - len(left)), right + [""] * (n - len(right))
-    return [f"  {a[:width]:{width}} | {b}" for a, b in zip(left, right)]
+    return [f"  {a[:width]:{width}} | {b}" for a, b in zip_longest(left, right, fillvalue="")]
 
 
 def report_text(probes: list[tuple[str, str]], fake: list[Record], real: list[Record], real_label: str,
@@ -261,8 +260,7 @@ def report_markdown(command: str, when: str, settings: list[str], probes: list[t
         lines += ["", f"## {probe}: {what}", "", f"| fake | {real_label} |", "| --- | --- |"]
         left = timeline(f_by[probe]) if probe in f_by else ["not run"]
         right = timeline(r_by[probe]) if probe in r_by else ["not run"]
-        n = max(len(left), len(right))
-        for a, b in zip(left + [""] * (n - len(left)), right + [""] * (n - len(right))):
+        for a, b in zip_longest(left, right, fillvalue=""):
             lines.append(f"| {_md(a)} | {_md(b)} |")
         for d in (x for x in diffs if x.probe == probe):
             lines += ["", f"- **{d.aspect}** differs — "

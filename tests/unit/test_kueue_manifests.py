@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from demo.cluster.kueue_manifests import ManifestError, manager_config, plan
+from demo.cluster.kueue_manifests import (ManifestError, demo_settings, manager_config, plan,
+                                          release_docs_with_demo_settings)
 
 RECORDED = Path(__file__).parent / "recorded" / "kueue-config-default.yaml"
 DOCS = [d for d in yaml.safe_load_all(RECORDED.read_text()) if d]
@@ -164,3 +165,31 @@ def test_manager_config_for_a_host_process():
     assert cfg["clientConnection"] == {"qps": 300, "burst": 500}          # the rest stays upstream's
     cfg["clientConnection"]["qps"] = 1                                     # and is a copy
     assert upstream == before
+
+
+WAIT = {"timeout": "45s", "blockAdmission": False,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 5, "backoffMaxSeconds": 60}}
+
+
+def test_the_release_manifests_get_the_demo_settings_in_the_manager_configmap_only():
+    """The kind backend applies Kueue's release manifests with the same settings as the host process."""
+    other_cm = {"kind": "ConfigMap", "metadata": {"name": "other"}, "data": {"controller_manager_config.yaml": "a: 1\n"}}
+    same_name = {"kind": "Secret", "metadata": {"name": "kueue-manager-config"}}
+    docs = copy.deepcopy(DOCS) + [other_cm, same_name, {"kind": "ConfigMap"}]
+    out = release_docs_with_demo_settings(docs)
+    assert docs == DOCS + [other_cm, same_name, {"kind": "ConfigMap"}]                 # the input is not changed
+    changed = [i for i, (a, b) in enumerate(zip(docs, out)) if a is not b]
+    manager = original("ConfigMap", "kueue-manager-config")
+    assert len(out) == len(docs) and changed == [docs.index(manager)]
+    cm = out[changed[0]]
+    text = cm["data"]["controller_manager_config.yaml"]
+    assert {**cm, "data": {}} == {**manager, "data": {}}
+    upstream = yaml.safe_load(manager["data"]["controller_manager_config.yaml"])
+    assert yaml.safe_load(text) == {**upstream, "waitForPodsReady": WAIT}
+    assert list(yaml.safe_load(text)) == list(upstream) + ["waitForPodsReady"]          # upstream's order, kept
+
+
+def test_demo_settings_are_a_fresh_copy_every_time():
+    first = demo_settings({"kind": "Configuration"})
+    first["waitForPodsReady"]["requeuingStrategy"]["backoffMaxSeconds"] = 1
+    assert demo_settings({"kind": "Configuration"}) == {"kind": "Configuration", "waitForPodsReady": WAIT}

@@ -104,8 +104,42 @@ def test_template_node_fits_jobs_like_the_fake_autoscalers_node(pool):
 
 
 def test_no_pools_is_an_error():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as e:
         provider.configmaps([])
+    assert str(e.value) == "no node pools: the kwok provider needs at least one node group"
+
+
+CONFIG_TEXT = """\
+apiVersion: v1alpha1
+readNodesFrom: configmap
+nodegroups:
+  fromNodeLabelKey: cluster-autoscaler.kwok.nodegroup/name
+nodes:
+  skipTaint: true
+configmap:
+  name: kwok-provider-templates
+"""
+
+
+def test_the_two_configmaps_whole_as_kubectl_shows_them():
+    """The provider decodes the templates with the API machinery (apiVersion and kind decide the type) and
+    reads the config as YAML; both read top down in the order of the provider's own samples."""
+    config_cm, templates_cm = provider.configmaps(two_pools()[:1], namespace="ca-ns")
+    meta = {"namespace": "ca-ns", "labels": {"app.kubernetes.io/managed-by": "tau-demo"}}
+    assert config_cm == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-config", **meta},
+                         "data": {"config": CONFIG_TEXT}}
+    text = templates_cm["data"]["templates"]
+    assert {k: v for k, v in templates_cm.items() if k != "data"} == {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kwok-provider-templates", **meta}}
+    assert text.startswith("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n")
+    resources = {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "4"}
+    assert yaml.safe_load(text) == {"apiVersion": "v1", "kind": "List", "items": [{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "a-template",
+                     "labels": {"pool": "a", "kubernetes.io/os": "linux", "type": "kwok", POOL_LABEL: "a"},
+                     "annotations": {KWOK_MIN_COUNT_ANNOTATION: "0", KWOK_MAX_COUNT_ANNOTATION: "3"}},
+        "spec": {"taints": []},
+        "status": {"capacity": resources, "allocatable": resources, "nodeInfo": {"operatingSystem": "linux"}}}]}
 
 
 # ---------------------------------------------------------------------------- the CA's command line
