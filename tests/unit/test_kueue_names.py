@@ -142,3 +142,16 @@ def test_check_profile_reads_the_crd_default_retry_limit():
     r = check_profile("gpu-a100-8", QUEUE["LocalQueue"], QUEUE["ClusterQueue"],
                       {"gpu-provisioning": QUEUE["AdmissionCheck"]}, {"gpu-provisioning": prc})
     assert r.attempts == {"gpu-provisioning": 4}                           # Kueue's CRD default: 3 retries
+
+
+def test_an_owner_name_too_long_for_a_workload_name_is_cut_to_leave_room_for_the_hash():
+    # batch/Job names stop at 63 characters, but Kueue's rule takes any owner name: cut to 247, then -hash
+    long_name = "x" * 300
+    wl = names.workload_name_for_job(long_name, "uid-1")
+    digest = hashlib.sha1(f"Job\nbatch\n{long_name}\nuid-1".encode()).hexdigest()[:5]
+    assert wl == ("job-" + long_name)[:247] + "-" + digest and len(wl) == 253
+    assert names.workload_name_length_for_job(long_name) == 253
+    at_the_limit = "y" * 243                  # job-<243> is exactly 247: not cut
+    assert names.workload_name_for_job(at_the_limit, "u").startswith("job-" + at_the_limit + "-")
+    assert names.workload_name_length_for_job(at_the_limit) == 253
+    assert names.workload_name_length_for_job("y" * 244) == 253
