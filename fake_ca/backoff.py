@@ -65,17 +65,19 @@ class GroupBackoff:
     duration: float
     until: datetime
     last_failure: datetime
-    reason: str
+    error_code: str          # the status ConfigMap's backoffInfo, as the real autoscaler records the failure
+    error_message: str
 
 
-def register_failure(prev: GroupBackoff | None, now: datetime, policy: GroupPolicy, reason: str) -> GroupBackoff:
+def register_failure(prev: GroupBackoff | None, now: datetime, policy: GroupPolicy, error_code: str,
+                     error_message: str) -> GroupBackoff:
     """The group's backoff after a failed scale-up at `now`."""
     duration = policy.initial
     if prev is not None and prev.last_failure + timedelta(seconds=policy.reset) >= now:
         duration = prev.duration
         if prev.until < now:
             duration = min(2 * prev.duration, policy.maximum)
-    return GroupBackoff(duration, now + timedelta(seconds=duration), now, reason)
+    return GroupBackoff(duration, now + timedelta(seconds=duration), now, error_code, error_message)
 
 
 def backed_off(state: GroupBackoff | None, now: datetime) -> bool:

@@ -22,6 +22,12 @@ MSG_BOOKING_CONSUMED = "Capacity booking consumed: all pods scheduled"          
 MSG_EXPIRED = "ProvisioningRequest is expired"
 MSG_REVOKED = "capacity revoked by fault injection (fake-ca)"                   # FAKE-ONLY
 
+# a failed scale-up in the status ConfigMap's backoffInfo (clusterstate.go updateScaleRequests; executor.go)
+ERR_TIMEOUT = "timeout"                                 # metrics.Timeout: nodes did not register in time
+ERR_CLOUD_PROVIDER = "cloudProviderError"               # errors.CloudProviderError: IncreaseSize failed
+MSG_SCALE_UP_TIMED_OUT = "Scale-up timed out for node group {group} after {after}"
+MSG_INCREASE_FAILED = "failed to increase node group size: {error}"
+
 R_ACCEPTED = "Accepted"
 R_CAPACITY_FOUND = "CapacityIsFound"
 R_CAPACITY_PROVISIONED = "CapacityIsProvisioned"

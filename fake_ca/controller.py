@@ -28,6 +28,7 @@ from demo.k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
 from demo.k8s.runtime import Store, start_store
 
 from . import booking, lifecycle, planner, scaledown, status
+from . import conditions as C
 from . import nodes as vm
 from .pools import Pool, node_manifest, pools_to_configmap
 from .request import Request, request_from_objects
@@ -162,11 +163,11 @@ class FakeCA:
         if up is None:
             return
         log.info("%s", up.why)
-        created = self._create_nodes(pick.key, pick.uid, up)
-        self.hooks.reach("nodes-created", pick.key, nodes=created or [])
-        if created is None:
-            self.memory = lifecycle.register_failures(self.memory, [(up.pool, "node creation failed")],
-                                                      self.now(), self.opts)
+        created, error = self._create_nodes(pick.key, pick.uid, up)
+        self.hooks.reach("nodes-created", pick.key, nodes=created)
+        if error:
+            failure = (up.pool, C.ERR_CLOUD_PROVIDER, C.MSG_INCREASE_FAILED.format(error=error))
+            self.memory = lifecycle.register_failures(self.memory, [failure], self.now(), self.opts)
             self._write(up.refused, base)
             return
         if self._write(up.provisioned, base) is not None:
@@ -220,9 +221,10 @@ class FakeCA:
                 names.append(n)
         return names
 
-    def _create_nodes(self, key: str, uid: str, up: lifecycle.ScaleUp) -> list[str] | None:
+    def _create_nodes(self, key: str, uid: str, up: lifecycle.ScaleUp) -> tuple[list[str], str]:
         """Create every node of the scale-up, concurrently, or none: if a create fails, the nodes made
-        are deleted again (the kwok provider would leave them; this fake is truly atomic)."""
+        are deleted again (the kwok provider would leave them; this fake is truly atomic).  (the nodes
+        made, '') or ([], what failed)."""
         pool = next(p for p in self.pools if p.name == up.pool)
         names = self._new_names(pool, up.count)
         created: list[str] = []
@@ -251,12 +253,12 @@ class FakeCA:
             with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, up.count)) as pool_:
                 list(pool_.map(make, names, up.domains))
         if not errors:
-            return sorted(created)
+            return sorted(created), ""
         log.warning("provreq %s: %d of %d node creates failed (%s); deleting %s so the scale-up stays atomic",
                     key, len(errors), up.count, "; ".join(errors), ", ".join(created) or "nothing")
         for name in created:
             self._delete_node(name)
-        return None
+        return [], "; ".join(sorted(errors))
 
     def _delete_node(self, name: str) -> None:
         try:

@@ -232,11 +232,12 @@ def _refresh_waiting(pr: dict, params: P.Params, now: datetime, opts: Options) -
 
 # ---------------------------------------------------------------------------- 2. nodes that never booted
 
-def register_failures(memory: Memory, pools_failed: list[tuple[str, str]], now: datetime, opts: Options) -> Memory:
-    """Memory after failed scale-ups of the given pools (pool, reason) at `now`."""
+def register_failures(memory: Memory, pools_failed: list[tuple[str, str, str]], now: datetime,
+                      opts: Options) -> Memory:
+    """Memory after failed scale-ups of the given pools (pool, error code, error message) at `now`."""
     groups = backoff.forget_stale(memory.groups, now, opts.groups)
-    for pool, reason in pools_failed:
-        groups[pool] = backoff.register_failure(groups.get(pool), now, opts.groups, reason)
+    for pool, code, message in pools_failed:
+        groups[pool] = backoff.register_failure(groups.get(pool), now, opts.groups, code, message)
     return Memory(dict(memory.retry), groups)
 
 
@@ -247,7 +248,7 @@ def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime
     refresh_writes, notes = refresh(cluster.provreqs, cluster.pods, now, opts)
     refreshed = {_key(w.provreq) for w in refresh_writes}
     timed_out = vm.timed_out(cluster.nodes, now, opts.max_node_provision_seconds)
-    memory = register_failures(memory, [(t.pool, t.why) for t in timed_out], now, opts)
+    memory = register_failures(memory, [(t.pool, C.ERR_TIMEOUT, t.error_message) for t in timed_out], now, opts)
     gone = {n for t in timed_out for n in t.nodes}
     nodes = [n for n in cluster.nodes if meta(n).get("name") not in gone]
     retry = dict(memory.retry)
@@ -295,6 +296,13 @@ def nodes_of(uid: str, nodes: list[dict]) -> list[dict]:
     return [n for n in nodes if annotations(n).get(PROVREQ_UID_ANNOTATION) == uid and not deleting(n)]
 
 
+def _batch_size(node: dict) -> int:
+    """How many nodes the scale-up that made `node` had; 0 (unknown: roll it back) if the annotation is
+    missing or was edited into something that is no count."""
+    text = annotations(node).get(BATCH_ANNOTATION) or "0"
+    return int(text) if text.isdigit() else 0
+
+
 def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[dict], pools: list[Pool],
              memory: Memory, now: datetime, opts: Options) -> Pick:
     key, uid = _key(pr), uid_of(pr)
@@ -306,7 +314,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
 
     mine = nodes_of(uid, nodes)
     if mine:                                    # a scale-up of ours was interrupted (restart, kill -9)
-        want = max(int(annotations(n).get(BATCH_ANNOTATION) or 0) for n in mine)
+        want = max(_batch_size(n) for n in mine)
         names = sorted(meta(n)["name"] for n in mine)
         if want and len(mine) >= want:
             details = _domain_details(request, mine, pools)
@@ -322,7 +330,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
     snapshot = vm.snapshot_nodes(nodes)
     # the picked request is not Provisioned=True, so it books nothing itself
     booked = booking.booked_pods(cluster.provreqs, cluster.templates, parse=cluster.parse)
-    backed = {pool: f"node group {pool} is backed off after a failed scale-up ({g.reason}) until "
+    backed = {pool: f"node group {pool} is backed off after a failed scale-up ({g.error_message}) until "
                     f"{g.until.strftime('%H:%M:%S')}"
               for pool, g in memory.groups.items() if backoff.backed_off(g, now)}
     verdict = plan(request, pools, snapshot, cluster.pods, booked, backed)

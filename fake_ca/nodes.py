@@ -18,9 +18,11 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from demo.k8s.duration import go_duration
 from demo.k8s.keys import MANAGED_LABEL, NEVER_BOOTS, NODE_READY, NOT_READY_TAINT, POOL_LABEL
 from demo.k8s.objects import annotations, created_at, deleting, format_time, is_true, labels, name
 
+from .conditions import MSG_SCALE_UP_TIMED_OUT
 from .params import FOREVER
 
 
@@ -62,7 +64,8 @@ def snapshot_nodes(nodes: list[dict]) -> list[dict]:
 class TimedOut:
     pool: str
     nodes: tuple[str, ...]
-    why: str
+    why: str                 # the log line
+    error_message: str       # the status ConfigMap's, as clusterstate.go writes it
 
 
 def timed_out(nodes: list[dict], now: datetime, max_provision_seconds: float) -> list[TimedOut]:
@@ -79,6 +82,8 @@ def timed_out(nodes: list[dict], now: datetime, max_provision_seconds: float) ->
     out = []
     for pool, items in sorted(late.items()):
         names = tuple(n for _, n in sorted(items))
+        after = go_duration((now - min(items)[0]).total_seconds())
         out.append(TimedOut(pool, names, f"{len(names)} node(s) of {pool} did not become Ready within "
-                                         f"{max_provision_seconds:.0f}s (--max-node-provision-time): removing them"))
+                                         f"{max_provision_seconds:.0f}s (--max-node-provision-time): removing them",
+                            MSG_SCALE_UP_TIMED_OUT.format(group=pool, after=after)))
     return out

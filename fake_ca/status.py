@@ -27,8 +27,9 @@ def status(pools: list[Pool], nodes: list[dict], groups: dict[str, GroupBackoff]
         if any(booting(n) for n in mine):
             scale_up = {"status": "InProgress"}
         if backed_off(g, now):
-            scale_up = {"status": GROUP_BACKOFF, "backoffUntil": format_time(g.until),
-                        "backoffInfo": {"errorCode": "scaleUpFailed", "errorMessage": g.reason}}
+            scale_up = {"status": GROUP_BACKOFF,
+                        "backoffInfo": {"errorCode": g.error_code, "errorMessage": g.error_message},
+                        "lastTransitionTime": format_time(g.last_failure)}
         out.append({"name": p.name,
                     "health": {"status": "Healthy", "cloudProviderTarget": len(mine), "minSize": p.min_nodes,
                                "maxSize": p.max_nodes,

@@ -24,3 +24,14 @@ def parse_duration(text: str) -> float:
         raise bad
     h, mi, s, ms = (float(g) if g else 0.0 for g in m.groups())
     return h * 3600 + mi * 60 + s + ms / 1000
+
+
+def go_duration(seconds: float) -> str:
+    """How Go's time.Duration prints (to the millisecond): 250ms, 20.5s, 3m0s, 1h2m3.5s."""
+    ms = round(seconds * 1000)
+    if ms < 1000:
+        return f"{ms}ms"
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s = f"{rest // 1000}" + (f".{rest % 1000:03d}".rstrip("0") if rest % 1000 else "")
+    return (f"{h}h{m}m" if h else f"{m}m" if m else "") + f"{s}s"

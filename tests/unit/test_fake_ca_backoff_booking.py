@@ -59,17 +59,17 @@ def test_provisioned_false_without_a_transition_time_waits_a_full_retry_time_fro
 # ---------------------------------------------------------------------------- node-group backoff
 
 def test_a_failure_at_the_instant_a_backoff_ends_keeps_its_duration_and_a_later_one_doubles_it():
-    first = backoff.register_failure(None, at(0), G, "x")
-    assert backoff.register_failure(first, at(60), G, "y") == backoff.GroupBackoff(60, at(120), at(60), "y")
-    assert backoff.register_failure(first, at(60.5), G, "y") == backoff.GroupBackoff(120, at(180.5), at(60.5), "y")
+    first = backoff.register_failure(None, at(0), G, "timeout", "x")
+    assert backoff.register_failure(first, at(60), G, "timeout", "y") == backoff.GroupBackoff(60, at(120), at(60), "timeout", "y")
+    assert backoff.register_failure(first, at(60.5), G, "timeout", "y") == backoff.GroupBackoff(120, at(180.5), at(60.5), "timeout", "y")
 
 
 def test_backoff_data_is_kept_up_to_the_reset_timeout_inclusive():
-    long = backoff.GroupBackoff(240, at(240), at(0), "x")
-    assert backoff.register_failure(long, at(3600), G, "y") == backoff.GroupBackoff(300, at(3900), at(3600), "y")
-    assert backoff.register_failure(long, at(3600.5), G, "y") == backoff.GroupBackoff(60, at(3660.5), at(3600.5), "y")
-    assert backoff.forget_stale({"a": long, "b": backoff.GroupBackoff(60, at(100), at(100), "z")}, at(3650), G) == {
-        "b": backoff.GroupBackoff(60, at(100), at(100), "z")}
+    long = backoff.GroupBackoff(240, at(240), at(0), "timeout", "x")
+    assert backoff.register_failure(long, at(3600), G, "timeout", "y") == backoff.GroupBackoff(300, at(3900), at(3600), "timeout", "y")
+    assert backoff.register_failure(long, at(3600.5), G, "timeout", "y") == backoff.GroupBackoff(60, at(3660.5), at(3600.5), "timeout", "y")
+    assert backoff.forget_stale({"a": long, "b": backoff.GroupBackoff(60, at(100), at(100), "timeout", "z")}, at(3650), G) == {
+        "b": backoff.GroupBackoff(60, at(100), at(100), "timeout", "z")}
 
 
 # ---------------------------------------------------------------------------- booking

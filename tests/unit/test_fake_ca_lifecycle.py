@@ -106,7 +106,7 @@ def test_a_request_that_does_not_fit_is_not_found_and_says_why():
 
 
 def test_a_backed_off_node_group_is_named_with_its_reason_and_end():
-    memory = lifecycle.Memory(groups={"gpupool": GroupBackoff(60, at(60), at(0), "nodes did not register")})
+    memory = lifecycle.Memory(groups={"gpupool": GroupBackoff(60, at(60), at(0), "timeout", "nodes did not register")})
     r = pr()
     acc, after = acceptance(r, seconds=5)
     assert loop(cluster(r), seconds=5, memory=memory).pick == Pick(KEY, "uid-req-a", [acc, then(
@@ -181,6 +181,9 @@ def test_an_interrupted_scale_up_missing_nodes_is_rolled_back_and_planned_again(
     del unknown["metadata"]["annotations"][BATCH_ANNOTATION]            # how many it belonged to is unknown
     assert loop(cluster(r, nodes=[unknown])).pick.why == (
         f"provreq {KEY}: found 1 of 0 node(s) from an interrupted scale-up; deleting n1 (atomic) and planning again")
+    for edited in ("two", "-2", "2.0", " "):                          # edited by hand: no count, so unknown too
+        unknown["metadata"]["annotations"][BATCH_ANNOTATION] = edited
+        assert loop(cluster(r, nodes=[unknown])).pick.rollback == ["n1"]
 
 
 def made_in(r: dict, name: str, domain: str | None) -> dict:
@@ -337,8 +340,8 @@ def test_nodes_that_time_out_in_this_loop_are_no_upcoming_capacity_for_it():
     plan = loop(cluster(pr(count=1), nodes=[never_booting("n1", created=0)]), seconds=21, opts=opts)
     assert [t.nodes for t in plan.timed_out] == [("n1",)]
     assert plan.pick.writes[-1].why == (
-        f"provreq {KEY}: does not fit: node group gpupool is backed off after a failed scale-up (1 node(s) of gpupool "
-        "did not become Ready within 20s (--max-node-provision-time): removing them) until 10:01:21")
+        f"provreq {KEY}: does not fit: node group gpupool is backed off after a failed scale-up (Scale-up timed out "
+        "for node group gpupool after 21s) until 10:01:21")
 
 
 def test_the_retry_time_of_a_request_that_got_provisioned_is_forgotten():
@@ -347,9 +350,9 @@ def test_the_retry_time_of_a_request_that_got_provisioned_is_forgotten():
 
 
 def test_a_failure_of_a_backed_off_group_builds_on_its_backoff():
-    memory = lifecycle.Memory(retry={"u": 5}, groups={"gpupool": GroupBackoff(60, at(60), at(0), "first")})
-    after = lifecycle.register_failures(memory, [("gpupool", "second")], at(100), OPTS)
-    assert after == lifecycle.Memory({"u": 5}, {"gpupool": GroupBackoff(120, at(220), at(100), "second")})
+    memory = lifecycle.Memory(retry={"u": 5}, groups={"gpupool": GroupBackoff(60, at(60), at(0), "timeout", "first")})
+    after = lifecycle.register_failures(memory, [("gpupool", "timeout", "second")], at(100), OPTS)
+    assert after == lifecycle.Memory({"u": 5}, {"gpupool": GroupBackoff(120, at(220), at(100), "timeout", "second")})
 
 
 def test_booked_requests_are_read_through_the_clusters_parser():

@@ -173,15 +173,15 @@ G = backoff.GroupPolicy(60, 300, reset=3600)
 
 
 def test_group_backoff_initial_then_doubling_after_it_ran_out_capped_and_reset():
-    b1 = backoff.register_failure(None, at(0), G, "x")
+    b1 = backoff.register_failure(None, at(0), G, "timeout", "x")
     assert (b1.duration, b1.until) == (60, at(60))
-    b2 = backoff.register_failure(b1, at(30), G, "y")                 # inside the backoff: same duration, extended
-    assert (b2.duration, b2.until, b2.reason) == (60, at(90), "y")
-    b3 = backoff.register_failure(b2, at(100), G, "z")                # after it ran out: doubled
+    b2 = backoff.register_failure(b1, at(30), G, "timeout", "y")                 # inside the backoff: same duration, extended
+    assert (b2.duration, b2.until, b2.error_code, b2.error_message) == (60, at(90), "timeout", "y")
+    b3 = backoff.register_failure(b2, at(100), G, "timeout", "z")                # after it ran out: doubled
     assert b3.duration == 120
-    b4 = backoff.register_failure(backoff.register_failure(b3, at(300), G, ""), at(700), G, "")
+    b4 = backoff.register_failure(backoff.register_failure(b3, at(300), G, "timeout", ""), at(700), G, "timeout", "")
     assert b4.duration == 300                                         # capped
-    fresh = backoff.register_failure(b4, at(700 + 3601), G, "")
+    fresh = backoff.register_failure(b4, at(700 + 3601), G, "timeout", "")
     assert fresh.duration == 60                                       # reset after the reset timeout
     assert backoff.backed_off(b1, at(60)) and not backoff.backed_off(b1, at(61)) and not backoff.backed_off(None, T0)
     assert backoff.forget_stale({"p": b1}, at(3601), G) == {} and backoff.forget_stale({"p": b1}, at(3600), G)
@@ -205,7 +205,7 @@ def test_nodes_that_never_boot_time_out_and_back_their_pool_off():
 
 
 def test_a_backed_off_pool_gives_capacity_is_not_found():
-    memory = lifecycle.register_failures(lifecycle.Memory(), [("gpupool", "nodes did not register")], at(0), OPTS)
+    memory = lifecycle.register_failures(lifecycle.Memory(), [("gpupool", "timeout", "nodes did not register")], at(0), OPTS)
     pick = loop(cluster(pr()), seconds=5, memory=memory).pick
     w = pick.writes[-1]
     assert pick.scale_up is None and w.condition["reason"] == "CapacityIsNotFound"
@@ -378,7 +378,7 @@ def test_booting_nodes_are_never_scale_down_candidates():
 
 
 def test_status_configmap_reports_backoff_and_scale_up_in_progress():
-    memory = lifecycle.register_failures(lifecycle.Memory(), [("gpupool", "2 node(s) did not register")], at(0), OPTS)
+    memory = lifecycle.register_failures(lifecycle.Memory(), [("gpupool", "timeout", "2 node(s) did not register")], at(0), OPTS)
     doc = status.status(POOLS, [never_booting()], memory.groups, at(1))
     g = doc["nodeGroups"][0]
     assert g["name"] == "gpupool" and g["scaleUp"]["status"] == "Backoff"

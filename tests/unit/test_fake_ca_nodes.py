@@ -74,11 +74,14 @@ def test_nodes_time_out_only_after_the_max_provision_time_grouped_by_pool_oldest
              never_booting("n1", created=0), late_other, no_pool, gone(never_booting("n4", created=-9))]
     assert vm.timed_out(nodes, at(21), 20) == [
         vm.TimedOut("?", ("x1",), "1 node(s) of ? did not become Ready within 20s (--max-node-provision-time): "
-                                  "removing them"),
+                                  "removing them", "Scale-up timed out for node group ? after 21s"),
         vm.TimedOut("cpupool", ("c1",), "1 node(s) of cpupool did not become Ready within 20s "
-                                        "(--max-node-provision-time): removing them"),
+                                        "(--max-node-provision-time): removing them",
+                    "Scale-up timed out for node group cpupool after 21s"),
+        # the real autoscaler's message counts from its scale-up request: here the oldest node's creation
         vm.TimedOut("gpupool", ("n2", "n1"), "2 node(s) of gpupool did not become Ready within 20s "
-                                              "(--max-node-provision-time): removing them")]
+                                              "(--max-node-provision-time): removing them",
+                    "Scale-up timed out for node group gpupool after 26s")]
     assert [t.nodes for t in vm.timed_out(nodes, at(20), 20)] == [("n2",)]     # n1, c1, x1 exactly 20s old: not yet
 
 
@@ -178,15 +181,16 @@ def test_the_status_document_per_node_group():
     a, b = two_pools()
     nodes = [pool_node("a1", a), pool_node("a2", a, ready=False), gone(pool_node("a3", a)), pool_node("a4", a),
              pool_node("x1", GPUPOOL)]
-    backoff_b = GroupBackoff(60, at(70), at(10), "1 node(s) of b did not become Ready within 20s")
+    backoff_b = GroupBackoff(60, at(70), at(10), "timeout", "Scale-up timed out for node group b after 21s")
     assert status.status([a, b], nodes, {"b": backoff_b}, at(20)) == {"autoscalerStatus": "Running", "nodeGroups": [
         {"name": "a", "health": health(3, 2, 1, 3), "scaleUp": {"status": "InProgress"}},
         {"name": "b", "health": health(0, 0, 0, 2),
-         "scaleUp": {"status": "Backoff", "backoffUntil": "2026-12-01T10:01:10Z",
-                     "backoffInfo": {"errorCode": "scaleUpFailed",
-                                     "errorMessage": "1 node(s) of b did not become Ready within 20s"}}}]}
+         "scaleUp": {"status": "Backoff",
+                     "backoffInfo": {"errorCode": "timeout",
+                                     "errorMessage": "Scale-up timed out for node group b after 21s"},
+                     "lastTransitionTime": "2026-12-01T10:00:10Z"}}]}
     # a backoff outranks a scale-up in progress, up to its last second
-    backoff_a = GroupBackoff(60, at(70), at(10), "why")
+    backoff_a = GroupBackoff(60, at(70), at(10), "timeout", "why")
     assert [g["scaleUp"]["status"] for g in status.status([a, b], nodes, {"a": backoff_a}, at(70))["nodeGroups"]] == [
         "Backoff", "NoActivity"]
     assert [g["scaleUp"]["status"] for g in status.status([a, b], nodes, {"a": backoff_a}, at(71))["nodeGroups"]] == [
@@ -207,9 +211,11 @@ def test_the_status_configmap_is_kube_system_cluster_autoscaler_status_with_the_
 
 def test_group_backoff_is_read_back_only_for_a_backed_off_group_of_a_well_formed_document():
     a, b = two_pools()
-    cm = status.configmap(status.status([a, b], [], {"a": GroupBackoff(60, at(70), at(10), "why")}, at(20)), at(20))
-    assert status.group_backoff(cm, "a") == {"status": "Backoff", "backoffUntil": "2026-12-01T10:01:10Z",
-                                             "backoffInfo": {"errorCode": "scaleUpFailed", "errorMessage": "why"}}
+    failed = GroupBackoff(60, at(70), at(10), "cloudProviderError", "failed to increase node group size: x")
+    cm = status.configmap(status.status([a, b], [], {"a": failed}, at(20)), at(20))
+    assert status.group_backoff(cm, "a") == {
+        "status": "Backoff", "lastTransitionTime": "2026-12-01T10:00:10Z",
+        "backoffInfo": {"errorCode": "cloudProviderError", "errorMessage": "failed to increase node group size: x"}}
     assert status.group_backoff(cm, "b") is None
     for data in ({}, {"status": ""}, {"status": "- a\n- b\n"}, {"status": "nodeGroups: [x, {name: a}]"}):
         assert status.group_backoff({"data": data}, "a") is None

@@ -142,3 +142,11 @@ def test_poll_returns_at_the_first_empty_answer_or_the_last_complaint_at_the_tim
     calls = []
     assert _poll(lambda: calls.append(1) or f"not ready ({len(calls)})", 0.2, 0.05) == f"not ready ({len(calls)})"
     assert 2 <= len(calls) <= 6
+
+
+@pytest.mark.parametrize("seconds,text", [(0.25, "250ms"), (0.9994, "999ms"), (0.9996, "1s"), (1, "1s"), (20.5, "20.5s"),
+                                          (21.125, "21.125s"), (59.999, "59.999s"), (60, "1m0s"), (180, "3m0s"),
+                                          (121.5, "2m1.5s"), (3600, "1h0m0s"), (3723.25, "1h2m3.25s")])
+def test_go_duration_prints_like_go(seconds, text):
+    from demo.k8s.duration import go_duration
+    assert go_duration(seconds) == text
