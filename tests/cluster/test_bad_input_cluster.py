@@ -9,9 +9,12 @@ import time
 
 import pytest
 
+from demo.jobs.preflight import Gang
+from demo.jobs.submit import run_preflight
 from demo.k8s import heartbeat
 from demo.k8s import resources as R
-from demo.k8s.keys import DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE, POOL_TABLE_KEY
+from demo.k8s.keys import (DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE, POOL_TABLE_KEY, PROFILE,
+                           REAL_CA_LEASE)
 from demo.paths import POOLS_FILE, REPO
 from fake_ca.pools import load_pools, pools_to_configmap
 
@@ -79,3 +82,15 @@ def test_preflight_does_not_trust_a_pool_table_left_by_an_autoscaler_that_stoppe
         assert r.stdout.rstrip().endswith("preflight: gang needs 2 node(s) of gpupool (max 2): fits")
     finally:
         k.apply(R.CONFIG_MAP, pools_to_configmap(load_pools(POOLS_FILE)), field_manager=FAKE_CA_FIELD_MANAGER)
+
+
+def test_a_malformed_pools_file_fails_preflight_when_no_autoscaler_runs(k, ctx, no_autoscaler, tmp_path):
+    """run_preflight is what `tau-demo preflight` and `submit` run; the CLI always passes the pools file of
+    the repository (manifests/node-pools.yaml), so a malformed one is given here as its parameter."""
+    assert not any(heartbeat.alive(k, lease) for lease in (FAKE_CA_LEASE, REAL_CA_LEASE))
+    bad = tmp_path / "pools.yaml"
+    bad.write_text("apiVersion: tau-demo.io/v1\nkind: NodePoolList\npools: {}\n")
+    code, lines = run_preflight(k, PROFILE, Gang(2, 8), DEMO_NAMESPACE, pools_file=bad)
+    assert code == 1, lines
+    assert "no autoscaler is running" in lines[-2]
+    assert lines[-1].startswith(f"preflight: the pools file is malformed: {bad}: pools")

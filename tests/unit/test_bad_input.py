@@ -23,8 +23,8 @@ from click.testing import CliRunner
 
 import demo.cli.jobs as cli_jobs
 from demo.cli import main
-from demo.jobs import observe, submit
-from demo.jobs.preflight import MISSING, POOLS_FILE, TABLE, PoolSource, pool_source
+from demo.jobs import observe
+from demo.jobs.preflight import MISSING, POOLS_FILE, TABLE, Gang, PoolSource, PreflightInputs, decide, pool_source
 from demo.k8s.errors import Conflict
 from demo.k8s.keys import FAKE_CA_LEASE, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
 from demo.paths import POOLS_FILE as POOLS_PATH
@@ -438,52 +438,55 @@ def test_unreadable_leases_trust_the_table_and_say_so():
     assert pool_source(None, {FAKE_CA_LEASE: None, REAL_CA_LEASE: None}, DEMO_FILE).use == MISSING
 
 
-def preflight_with(monkeypatch, table, alive, namespace_exists=True):
-    inputs = observe.PreflightInputs(REC["LocalQueue"], REC["ClusterQueue"],
-                                     {"gpu-provisioning": REC["AdmissionCheck"]},
-                                     {"gpu-provisioning": REC["ProvisioningRequestConfig"]}, table, alive,
-                                     namespace_exists=namespace_exists)
-    monkeypatch.setattr(observe, "preflight_inputs", lambda k, profile, ns: inputs)
-    monkeypatch.setattr(observe, "flavor", lambda k, name: REC["ResourceFlavor"])
+NO_AUTOSCALER = {FAKE_CA_LEASE: False, REAL_CA_LEASE: False}
 
 
-def test_after_a_benchmark_preflight_plans_against_the_demo_pools(monkeypatch):
+def inputs(table, alive, namespace_exists=True) -> PreflightInputs:
+    """What observe.preflight_inputs reads, from objects recorded on the real cluster."""
+    return PreflightInputs(REC["LocalQueue"], REC["ClusterQueue"], {"gpu-provisioning": REC["AdmissionCheck"]},
+                           {"gpu-provisioning": REC["ProvisioningRequestConfig"]}, table, alive,
+                           namespace_exists=namespace_exists, flavor=REC["ResourceFlavor"])
+
+
+def test_after_a_benchmark_preflight_plans_against_the_demo_pools():
     """The issue: bench/provreq_latency.py left its 200-node benchpool table; no autoscaler runs."""
-    preflight_with(monkeypatch, BENCH_TABLE, {FAKE_CA_LEASE: False, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo")
-    assert code == 0, lines
-    assert "not trusting the pool table in kube-system/tau-demo-node-pools" in lines[1]
-    assert lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
+    r = decide(inputs(BENCH_TABLE, NO_AUTOSCALER), PROFILE, Gang(2, 8), "demo", POOLS_PATH)
+    assert r.code == 0, r.lines
+    assert "not trusting the pool table in kube-system/tau-demo-node-pools" in r.lines[1]
+    assert DEMO_FILE in r.lines[1]
+    assert r.lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
 
 
-def test_while_the_benchmarks_autoscaler_runs_its_table_is_what_counts(monkeypatch):
-    preflight_with(monkeypatch, BENCH_TABLE, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo")
-    assert code == 2 and "matches no pool (benchpool" in lines[-1]
+def test_while_the_benchmarks_autoscaler_runs_its_table_is_what_counts():
+    r = decide(inputs(BENCH_TABLE, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}), PROFILE, Gang(2, 8), "demo",
+               POOLS_PATH)
+    assert r.code == 2 and "matches no pool (benchpool" in r.lines[-1]
 
 
-def test_a_malformed_pools_file_fails_preflight_when_it_is_used(monkeypatch, tmp_path):
+def test_a_malformed_pools_file_fails_preflight_when_it_is_used(tmp_path):
     bad = tmp_path / "pools.yaml"
     bad.write_text("apiVersion: tau-demo.io/v1\nkind: NodePoolList\npools: {}\n")
-    preflight_with(monkeypatch, None, {FAKE_CA_LEASE: False, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo", pools_file=bad)
-    assert code == 1 and lines[-1].startswith(f"preflight: the pools file is malformed: {bad}: pools")
+    r = decide(inputs(None, NO_AUTOSCALER), PROFILE, Gang(2, 8), "demo", bad)
+    assert r.code == 1 and r.lines[-1].startswith(f"preflight: the pools file is malformed: {bad}: pools")
+    r = decide(inputs(BENCH_TABLE, {FAKE_CA_LEASE: True, REAL_CA_LEASE: None}), PROFILE, Gang(2, 8), "demo",
+               bad)
+    assert r.code == 2 and "malformed" not in "".join(r.lines)        # a running autoscaler's table is used
 
 
-def test_a_malformed_published_table_fails_preflight(monkeypatch):
+def test_a_malformed_published_table_fails_preflight():
     table = copy.deepcopy(BENCH_TABLE)
     table["data"]["pools.yaml"] = "pools: [\n"
-    preflight_with(monkeypatch, table, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo")
-    assert code == 1 and "the published pool table is malformed" in lines[-1]
+    r = decide(inputs(table, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}), PROFILE, Gang(2, 8), "demo",
+               POOLS_PATH)
+    assert r.code == 1 and "the published pool table is malformed" in r.lines[-1]
 
 
-def test_preflight_in_a_namespace_that_does_not_exist(monkeypatch):
-    preflight_with(monkeypatch, None, {}, namespace_exists=False)
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "nosuch")
-    assert code == 1
-    assert lines == ["preflight: namespace 'nosuch' does not exist; the demo's profiles (LocalQueues) live in "
-                     "'demo' (list them: kubectl get localqueues -A)"]
+def test_preflight_in_a_namespace_that_does_not_exist():
+    r = decide(PreflightInputs(None, None, {}, {}, None, {}, namespace_exists=False), PROFILE, Gang(2, 8),
+               "nosuch", POOLS_PATH)
+    assert r.code == 1
+    assert r.lines == ["preflight: namespace 'nosuch' does not exist; the demo's profiles (LocalQueues) live in "
+                       "'demo' (list them: kubectl get localqueues -A)"]
 
 
 def test_the_benchmark_puts_back_the_pool_table_it_found():
