@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from demo.jobs import kueue_names
 from demo.jobs.preflight import Gang, GangError, PreflightInputs, check_gang, check_profile, decide, gpu_flavors
 from demo.k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
 from demo.paths import POOLS_FILE
@@ -242,21 +243,35 @@ def test_decide_plans_the_gang_with_the_flavors_placement():
     assert r.code == 2 and "taint sku=gpu:NoSchedule is not tolerated" in r.lines[-1]
 
 
-def test_decide_warns_of_a_job_name_kueue_would_lose_and_still_plans():
-    """The recorded looping case of kueue#12542: its long admission check, its Job name."""
-    check = LONG["check"]
+def checked_by(check: str) -> dict:
+    """The recorded profile with its provisioning AdmissionCheck named `check`."""
     cq = copy.deepcopy(REC["ClusterQueue"])
     cq["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["name"] = check
     ac = copy.deepcopy(REC["AdmissionCheck"])
     ac["metadata"]["name"] = check
-    r = decide(inputs(cluster_queue=cq, admission_checks={check: ac}), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
+    return {"cluster_queue": cq, "admission_checks": {check: ac}}
+
+
+def test_decide_warns_of_a_job_name_kueue_would_lose_and_still_plans():
+    """The recorded looping case of kueue#12542: its long admission check, its Job name."""
+    check = LONG["check"]
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
                job_name=LONG["looping"]["job"])
     assert r.code == 0 and len(r.lines) == 3
     assert r.lines[1].startswith("preflight: WARNING: Kueue v0.19.2 cannot find its own ProvisioningRequest")
     assert r.lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
-    r = decide(inputs(cluster_queue=cq, admission_checks={check: ac}), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
                job_name=LONG["control"]["job"])
     assert r.code == 0 and len(r.lines) == 2
+
+
+def test_decide_without_the_jobs_name_warns_of_nothing():
+    """Without --name there is no request name to check, even with a check name long enough to loop for any Job."""
+    check = "c" * kueue_names.shortest_looping_check("x")
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
+    assert (r.code, len(r.lines)) == (0, 2)
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE, job_name="x")
+    assert (r.code, len(r.lines)) == (0, 3) and "WARNING" in r.lines[1]
 
 
 def test_the_gpu_flavors_are_those_of_the_resource_groups_covering_gpus():
