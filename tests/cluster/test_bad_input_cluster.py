@@ -3,9 +3,13 @@ a namespace that does not exist, and a pool table left behind by an autoscaler t
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,20 +32,97 @@ def tau(kubeconfig: str, *args: str, timeout: float = 90) -> subprocess.Complete
                           text=True, cwd=REPO, timeout=timeout)
 
 
+def plain_job(name: str) -> dict:
+    """A suspended Job of the name, without a queue label: nothing queues, provisions or runs it."""
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": DEMO_NAMESPACE},
+            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
+                                                            "containers": [{"name": "c", "image": "x"}]}}}}
+
+
 def test_a_job_name_already_taken_is_refused_and_the_job_left_alone(k, kubeconfig, unique):
     name = f"dup-{unique}"
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": DEMO_NAMESPACE},
-           "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
-                                                           "containers": [{"name": "c", "image": "x"}]}}}}
-    uid = k.create(R.JOB, job, DEMO_NAMESPACE)["metadata"]["uid"]
+    uid = k.create(R.JOB, plain_job(name), DEMO_NAMESPACE)["metadata"]["uid"]
     try:
         r = tau(kubeconfig, "submit", "--name", name, "--gang", "1x8")
         assert r.returncode == 1, r.stdout + r.stderr
         assert f"a Job named {DEMO_NAMESPACE}/{name} already exists; nothing was created" in r.stderr
+        assert f"kubectl delete job -n {DEMO_NAMESPACE} {name}" in r.stderr
         assert "preflight" not in r.stdout            # refused before anything else
         assert k.get(R.JOB, name, DEMO_NAMESPACE)["metadata"]["uid"] == uid
     finally:
         k.delete(R.JOB, name, DEMO_NAMESPACE)
+
+
+def fill(fd: int) -> int:
+    """Fill a pipe to capacity, so that the next write to it blocks; returns the bytes written."""
+    os.set_blocking(fd, False)
+    n = 0
+    for chunk in (4096, 1):
+        try:
+            while True:
+                n += os.write(fd, b"#" * chunk)
+        except BlockingIOError:
+            pass
+    os.set_blocking(fd, True)           # the file description is shared: the CLI's writes must block, not fail
+    return n
+
+
+def blocked_writing_a_pipe(pid: int) -> bool:
+    return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+
+
+def read_to_eof(fd: int, timeout: float) -> bytes:
+    out, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return out
+            out += chunk
+    raise AssertionError(f"the CLI's stdout still open after {timeout:.0f}s; read so far: {out[-2000:]!r}")
+
+
+def test_a_name_race_lost_between_the_check_and_the_create_says_the_name_is_taken(k, kubeconfig, ctx, unique):
+    """Staged for real, nothing patched: `submit`'s stdout is a pipe the test has filled, so the CLI blocks
+    writing its first preflight line -- after it found no Job of that name, before its create.  The test
+    creates the Job meanwhile, then drains the pipe: the CLI's create gets the apiserver's 409 AlreadyExists."""
+    name = f"race-{unique}"
+    r, w = os.pipe()
+    filler = fill(w)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([sys.executable, "-m", "demo", "submit", "--name", name, "--gang", "2x8",
+                              "--kubeconfig", kubeconfig], stdout=w, stderr=err, cwd=REPO)
+        os.close(w)
+        try:
+            wait_for(lambda: p.poll() is not None or blocked_writing_a_pipe(p.pid), 60,
+                     what="submit blocked writing its preflight lines")
+            assert p.poll() is None, "submit ended before writing to stdout"
+            assert k.get_or_none(R.JOB, name, DEMO_NAMESPACE) is None
+            uid = k.create(R.JOB, plain_job(name), DEMO_NAMESPACE)["metadata"]["uid"]
+            out = read_to_eof(r, 90)[filler:].decode()
+            assert p.wait(30) == 1
+            err.seek(0)
+            stderr = err.read().decode()
+            assert "preflight: profile gpu-a100-8 ProvisioningReady=True" in out           # the check had passed
+            assert out.rstrip().endswith("preflight: gang needs 2 node(s) of gpupool (max 2): fits"), out
+            assert f"a Job named {DEMO_NAMESPACE}/{name} already exists; nothing was created" in stderr, stderr
+            assert "Traceback" not in stderr
+            assert k.get(R.JOB, name, DEMO_NAMESPACE)["metadata"]["uid"] == uid           # the winner's, untouched
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            os.close(r)
+            k.delete(R.JOB, name, DEMO_NAMESPACE)
+
+
+def test_submit_refused_by_preflight_creates_nothing(k, kubeconfig, ctx, unique):
+    name = f"big-{unique}"
+    r = tau(kubeconfig, "submit", "--name", name, "--gang", "3x8")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "preflight: gang needs 3 node(s) of gpupool (max 2): does not fit" in r.stdout
+    assert "preflight refused the job; nothing was created" in r.stderr
+    assert k.get_or_none(R.JOB, name, DEMO_NAMESPACE) is None
 
 
 def test_watch_of_a_job_that_does_not_exist_says_so_after_the_grace_period(kubeconfig, unique):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import socket
 import stat
@@ -25,7 +26,8 @@ import demo.cli.jobs as cli_jobs
 from demo.cli import main
 from demo.jobs import observe
 from demo.jobs.preflight import MISSING, POOLS_FILE, TABLE, Gang, PoolSource, PreflightInputs, decide, pool_source
-from demo.k8s.errors import Conflict
+from demo.jobs.submit import create_refused, refusal
+from demo.k8s.errors import Conflict, Invalid, NotFound, from_response
 from demo.k8s.keys import FAKE_CA_LEASE, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
 from demo.paths import POOLS_FILE as POOLS_PATH
 from demo.realca import exclusion
@@ -315,52 +317,56 @@ def test_preflight_and_submit_share_one_default_profile():
     assert yaml.safe_load(r.output)["metadata"]["labels"][QUEUE_LABEL] == PROFILE
 
 
-@pytest.fixture
-def api(monkeypatch):
-    """submit's reads and its one write, replaced: what the test sets is what the cluster holds."""
-    state = {"namespace": True, "job": False, "created": [], "preflight": (0, ["preflight: fits"]),
-             "create_error": None}
-    monkeypatch.setattr(observe, "namespace_exists", lambda k, ns: state["namespace"])
-    monkeypatch.setattr(observe, "job_exists", lambda k, ns, name: state["job"])
-    monkeypatch.setattr(cli_jobs, "run_preflight", lambda *a, **kw: state["preflight"])
+# What submit says when it creates nothing.  That it really creates nothing (a name taken, a namespace that
+# does not exist, a gang preflight refuses, a name race lost between its check and its create) is shown on
+# the real cluster: tests/cluster/test_bad_input_cluster.py.  Here, the decisions on what it read.
 
-    def create(k, job):
-        if state["create_error"]:
-            raise state["create_error"]
-        state["created"].append(job["metadata"]["name"])
-        return job
-    monkeypatch.setattr(cli_jobs, "create_job", create)
-    return state
+REFUSALS = {r["status"]: r["body"] for r in
+            yaml.safe_load((HERE / "recorded" / "job-create-refusals.yaml").read_text())}
 
 
-def test_submit_with_a_duplicate_job_name_creates_nothing(api):
-    api["job"] = True
-    r = run("submit", "--name", "job-train-1")
-    assert r.exit_code == 1
-    assert "a Job named demo/job-train-1 already exists; nothing was created" in r.output
-    assert "kubectl delete job -n demo job-train-1" in r.output
-    assert api["created"] == []
+def recorded_error(status: int):
+    """The API's refusal of a Job create, as demo.k8s.client raises it, from the body the real cluster sent."""
+    return from_response(status, json.dumps(REFUSALS[status]).encode())
 
 
-def test_submit_losing_a_name_race_says_the_same(api):
-    api["create_error"] = Conflict(409, "AlreadyExists", 'jobs.batch "job-train-1" already exists')
-    r = run("submit", "--name", "job-train-1")
-    assert r.exit_code == 1 and "a Job named demo/job-train-1 already exists" in r.output
+def test_submit_with_a_duplicate_job_name_creates_nothing():
+    why = refusal("demo", "job-train-1", namespace_exists=True, job_exists=True)
+    assert why.startswith("a Job named demo/job-train-1 already exists; nothing was created")
+    assert "kubectl delete job -n demo job-train-1" in why
 
 
-def test_submit_into_a_namespace_that_does_not_exist(api):
-    api["namespace"] = False
-    r = run("submit", "--namespace", "nosuch", "--no-preflight")
-    assert r.exit_code == 1
-    assert "namespace 'nosuch' does not exist; nothing was created" in r.output
-    assert api["created"] == []
+def test_submit_into_a_namespace_that_does_not_exist():
+    why = refusal("nosuch", "job-x", namespace_exists=False, job_exists=False)
+    assert why.startswith("namespace 'nosuch' does not exist; nothing was created")
+    assert "kubectl get localqueues -A" in why
 
 
-def test_submit_refused_by_preflight_creates_nothing(api):
-    api["preflight"] = (2, ["preflight: gang needs 3 node(s) of gpupool (max 2): does not fit"])
-    r = run("submit", "--gang", "3x8")
-    assert r.exit_code == 2 and "preflight refused the job; nothing was created" in r.output
-    assert api["created"] == []
+def test_submit_goes_on_when_the_namespace_cannot_be_read():
+    """Forbidden to read namespaces (None) is no refusal: the create itself will tell."""
+    assert refusal("demo", "job-x", namespace_exists=None, job_exists=False) is None
+    assert refusal("demo", "job-x", namespace_exists=True, job_exists=False) is None
+
+
+def test_submit_losing_a_name_race_says_the_same():
+    """The Job created between submit's check and its create: the apiserver's 409 AlreadyExists."""
+    e = recorded_error(409)
+    assert isinstance(e, Conflict) and e.reason == "AlreadyExists"
+    assert create_refused(e, "demo", "job-train-1") == refusal("demo", "job-train-1", True, True)
+
+
+def test_submit_into_a_namespace_deleted_before_the_create_says_so():
+    e = recorded_error(404)
+    assert isinstance(e, NotFound)
+    assert create_refused(e, "nosuch", "job-train-1") == refusal("nosuch", "job-train-1", False, False)
+
+
+def test_submit_refused_by_the_apiserver_gives_its_reason():
+    e = recorded_error(422)
+    assert isinstance(e, Invalid)
+    assert create_refused(e, "demo", "job-train-2") == (
+        'the cluster refused the Job: Job.batch "job-train-2" is invalid: spec.parallelism: Invalid value: -1: '
+        "must be greater than or equal to 0")
 
 
 # ---------------------------------------------------------------------------- a kubeconfig for a dead cluster
