@@ -1,5 +1,8 @@
-"""Bad inputs that only the API can tell apart, on the real cluster: a Job name already taken, a Job or
-a namespace that does not exist, and a pool table left behind by an autoscaler that has stopped."""
+"""Bad inputs that only the API can tell apart, on the real cluster: a Job name already taken (before the
+create, or by a race lost between submit's check and its create), a gang preflight refuses, a Job or a
+namespace that does not exist, a pool table left behind by an autoscaler that has stopped, and a malformed
+pools file.  Each with its message and exit code, and nothing created or left behind.  The decisions taken
+on what was read are unit-tested on recorded objects in tests/unit/test_bad_input.py."""
 
 from __future__ import annotations
 
@@ -130,13 +133,26 @@ def test_watch_of_a_job_that_does_not_exist_says_so_after_the_grace_period(kubec
     r = tau(kubeconfig, "watch", f"nope-{unique}", "--grace", "2s")
     assert r.returncode == 1
     assert f"job {DEMO_NAMESPACE}/nope-{unique} does not exist (waited 2s)" in r.stderr and "--wait" in r.stderr
+    assert f"kubectl get jobs -n {DEMO_NAMESPACE}" in r.stderr
     assert time.monotonic() - t0 < 30
+
+
+def test_watch_wait_waits_for_the_job_until_the_timeout(kubeconfig, unique):
+    t0 = time.monotonic()
+    r = tau(kubeconfig, "watch", f"later-{unique}", "--wait", "--grace", "1s", "--timeout", "4s")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "does not exist" not in r.stderr
+    assert f"job {DEMO_NAMESPACE}/later-{unique} still " in r.stderr and "after 4s" in r.stderr
+    assert time.monotonic() - t0 >= 4               # past --grace, up to --timeout
 
 
 def test_a_namespace_that_does_not_exist(k, kubeconfig, unique):
     ns = f"nosuch-{unique}"
-    r = tau(kubeconfig, "watch", "job-x", "-n", ns)
-    assert r.returncode == 1 and f"namespace '{ns}' does not exist" in r.stderr
+    t0 = time.monotonic()
+    r = tau(kubeconfig, "watch", "job-x", "-n", ns, "--grace", "60s")
+    assert r.returncode == 1
+    assert f"namespace '{ns}' does not exist, so job {ns}/job-x does not either" in r.stderr
+    assert time.monotonic() - t0 < 30               # said at once, not after --grace
     r = tau(kubeconfig, "submit", "--name", "job-x", "-n", ns, "--no-preflight")
     assert r.returncode == 1 and f"namespace '{ns}' does not exist; nothing was created" in r.stderr
     r = tau(kubeconfig, "preflight", "--gang", "2x8", "-n", ns)
