@@ -14,9 +14,9 @@ from fake_ca.pools import is_dns1123_label, is_dns1123_subdomain, is_qualified_n
 from ..jobs import observe
 from ..jobs.preflight import Gang, GangError
 from ..jobs.render import job_template, new_name, render_job
-from ..jobs.submit import create_job, run_preflight
+from ..jobs.submit import create_job, create_refused, refusal, run_preflight
 from ..jobs.watch import JobNotFound, follow
-from ..k8s.errors import ApiError, Conflict, Invalid, NotFound, Unreachable
+from ..k8s.errors import ApiError, Unreachable
 from ..k8s.keys import DEMO_NAMESPACE, PROFILE, PROVREQ_PARAM_PREFIX
 from ..k8s.manifests import ManifestError
 from ..timeline import log as event_log
@@ -128,29 +128,24 @@ def submit_cmd(kube_client, kubeconfig, profile, gang, name, namespace, deadline
     if dry_run:
         click.echo(yaml.safe_dump(job, sort_keys=False), nl=False)
         return
-    exists_msg = (f"a Job named {namespace}/{name} already exists; nothing was created. Choose another --name, "
-                  f"or delete it first: kubectl delete job -n {namespace} {name}")
-    no_ns_msg = (f"namespace {namespace!r} does not exist; nothing was created. The demo's profiles live in "
-                 f"{DEMO_NAMESPACE!r} (kubectl get localqueues -A)")
     try:
-        if observe.namespace_exists(kube_client, namespace) is False:
-            fail(no_ns_msg)
-        if observe.job_exists(kube_client, namespace, name):
-            fail(exists_msg)
+        why = refusal(namespace, name, observe.namespace_exists(kube_client, namespace),
+                      observe.job_exists(kube_client, namespace, name))
+        if why:
+            fail(why)
         if not no_preflight:
             code, lines = run_preflight(kube_client, profile, gang, namespace, job_name=name)
             for line in lines:
                 click.echo(line)
             if code:
                 fail("preflight refused the job; nothing was created", code)
-        out = create_job(kube_client, job)
-    except Invalid as e:
-        fail(f"the cluster refused the Job: {e.message}")
-    except Conflict:
-        fail(exists_msg)
-    except NotFound:
-        fail(no_ns_msg)
     except (Unreachable, ApiError) as e:
+        fail(str(e))
+    try:
+        out = create_job(kube_client, job)
+    except ApiError as e:
+        fail(create_refused(e, namespace, name))
+    except Unreachable as e:
         fail(str(e))
     click.echo(f"job {namespace}/{name} submitted (suspended={out['spec'].get('suspend')}, "
                f"{gang.pods} pod(s) x {gang.gpus} GPU{f', deadline {deadline}' if deadline else ''})")

@@ -11,6 +11,7 @@ from ..k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, JOB_
 from ..k8s.objects import owned_by
 from ..k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
                              PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD)
+from .preflight import PreflightInputs, gpu_flavors
 
 
 @dataclass
@@ -50,17 +51,6 @@ def snapshot(k: Kube, namespace: str, name: str, job_uid: str | None = None) -> 
     return Snapshot(job, wl, provreqs, pods, nodes)
 
 
-@dataclass
-class PreflightInputs:
-    local_queue: dict | None
-    cluster_queue: dict | None
-    admission_checks: dict[str, dict]
-    prov_configs: dict[str, dict]
-    pool_table: dict | None           # the ConfigMap the autoscaler publishes, or None
-    autoscalers: dict[str, bool | None]   # heartbeat Lease -> fresh?  (None: could not be read)
-    namespace_exists: bool | None = True
-
-
 def namespace_exists(k: Kube, namespace: str) -> bool | None:
     """None when it cannot be told (e.g. the user may not read namespaces)."""
     try:
@@ -97,8 +87,6 @@ def preflight_inputs(k: Kube, profile: str, namespace: str) -> PreflightInputs:
     acs = {a["metadata"]["name"]: a for a in k.list(ADMISSION_CHECK)[0]}
     prcs = {p["metadata"]["name"]: p for p in k.list(PROVREQ_CONFIG)[0]}
     cm = k.get_or_none(CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
-    return PreflightInputs(lq, cq, acs, prcs, cm, autoscalers_alive(k))
-
-
-def flavor(k: Kube, name: str | None) -> dict | None:
-    return k.get_or_none(RESOURCE_FLAVOR, name) if name else None
+    flavors = gpu_flavors(cq)
+    flavor = k.get_or_none(RESOURCE_FLAVOR, flavors[0]) if flavors else None
+    return PreflightInputs(lq, cq, acs, prcs, cm, autoscalers_alive(k), flavor=flavor)

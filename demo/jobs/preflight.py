@@ -8,7 +8,8 @@
 3. Given the Job's name: Kueue v0.19.2 can find the ProvisioningRequests it will make for it
    (a warning, not a refusal: kubernetes-sigs/kueue#12542, see kueue_names.py).
 
-The reads are in submit.py; these functions only decide.
+`decide` runs them in that order on what observe.preflight_inputs read (PreflightInputs); the reads
+are in observe.py, submit.run_preflight joins the two.  These functions only decide.
 
 Exit codes: 0 ready and fits; 1 not ready / unknown profile / bad input; 2 never fits.
 """
@@ -17,13 +18,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fake_ca import planner
+from fake_ca.pools import PoolsError, load_pools, pools_from_configmap
 from fake_ca.request import gang_request
 
 from ..k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, POOL_TABLE, PROVISIONING_CONTROLLER, REAL_CA_LEASE,
                         SYSTEM_NAMESPACE)
 from ..k8s.objects import condition
+from ..paths import shown
 from . import kueue_names
 
 KUEUE_DEFAULT_BACKOFF_LIMIT = 3        # ProvisioningRequestConfig retryStrategy.backoffLimitCount, CRD default
@@ -111,10 +115,16 @@ def check_profile(profile: str, local_queue: dict | None, cluster_queue: dict | 
             return no(f"ProvisioningRequestConfig {prc['metadata']['name']} has no provisioningClassName")
         retry = (prc.get("spec") or {}).get("retryStrategy") or {}
         attempts[name] = int(retry.get("backoffLimitCount", KUEUE_DEFAULT_BACKOFF_LIMIT)) + 1
-    flavors = [f.get("name") for rg in spec.get("resourceGroups") or []
-               if GPU in (rg.get("coveredResources") or []) for f in rg.get("flavors") or []]
-    return Result(0, [f"preflight: profile {profile} ProvisioningReady=True"], flavor={"names": flavors},
-                  attempts=attempts)
+    return Result(0, [f"preflight: profile {profile} ProvisioningReady=True"],
+                  flavor={"names": gpu_flavors(cluster_queue)}, attempts=attempts)
+
+
+def gpu_flavors(cluster_queue: dict | None) -> list[str]:
+    """The ResourceFlavors of the ClusterQueue's resource groups that cover GPUs, in order (the first places
+    the gang's nodes)."""
+    spec = (cluster_queue or {}).get("spec") or {}
+    return [f.get("name") for rg in spec.get("resourceGroups") or []
+            if GPU in (rg.get("coveredResources") or []) for f in rg.get("flavors") or []]
 
 
 def check_request_names(job_name: str, attempts: dict[str, int]) -> list[str]:
@@ -194,3 +204,43 @@ def pool_source(table: dict | None, alive: dict[str, bool | None], pools_file: s
         f"preflight: no autoscaler is running (heartbeat Leases {leases} missing or stale): {left}checking against "
         f"{pools_file}, the pools `tau-demo fake-ca` and `tau-demo real-ca` publish by default; the job waits "
         "in its queue until one runs"])
+
+
+@dataclass
+class PreflightInputs:
+    """What preflight reads from the cluster (observe.preflight_inputs), as plain objects."""
+    local_queue: dict | None
+    cluster_queue: dict | None
+    admission_checks: dict[str, dict]
+    prov_configs: dict[str, dict]
+    pool_table: dict | None           # the ConfigMap the autoscaler publishes, or None
+    autoscalers: dict[str, bool | None]   # heartbeat Lease -> fresh?  (None: could not be read)
+    namespace_exists: bool | None = True
+    flavor: dict | None = None        # the ClusterQueue's first GPU ResourceFlavor (gpu_flavors), if it exists
+
+
+def decide(inputs: PreflightInputs, profile: str, gang: Gang, namespace: str, pools_file: Path,
+           job_name: str | None = None) -> Result:
+    """All of layer 1 on what was read: the namespace, the profile, the request names (given the Job's name),
+    which pool table to trust (pool_source), and whether the gang fits it.  Code 0 ready and fits, 1 not
+    ready / unknown / no or malformed pool table, 2 never fits.  `pools_file` (a local file, not the
+    cluster) is read only when no autoscaler runs."""
+    ns = check_namespace(namespace, inputs.namespace_exists)
+    if ns is not None:
+        return ns
+    res = check_profile(profile, inputs.local_queue, inputs.cluster_queue, inputs.admission_checks,
+                        inputs.prov_configs)
+    if res.code:
+        return Result(res.code, res.lines)
+    lines = list(res.lines) + (check_request_names(job_name, res.attempts) if job_name else [])
+    source = pool_source(inputs.pool_table, inputs.autoscalers, shown(pools_file))
+    lines += source.lines
+    if source.use == MISSING:
+        return Result(1, lines)
+    try:
+        pools = pools_from_configmap(inputs.pool_table) if source.use == TABLE else load_pools(pools_file)
+    except PoolsError as e:
+        what = "the published pool table" if source.use == TABLE else "the pools file"
+        return Result(1, lines + [f"preflight: {what} is malformed: {e}"])
+    gres = check_gang(gang, pools, inputs.flavor, namespace)
+    return Result(gres.code, lines + gres.lines)

@@ -1,15 +1,18 @@
 """Bad inputs: each one gets a message naming the problem, an exit code that means something
 (1 invalid or failed, 2 usage or can never fit), and nothing is created or written.
 
-No cluster: a "cluster that is down" is a kubeconfig pointing at a closed port, and the CLI's
-handling of what only the API can tell (a Job that exists, a namespace that does not) is tested
-with the reads replaced (the cluster side of those is in tests/cluster/test_bad_input_cluster.py).
+No cluster: a "cluster that is down" is a kubeconfig pointing at a closed port.  What only the API can
+tell (a Job name taken, a Job or a namespace that does not exist, a pool table left behind, a name race
+lost) is in tests/cluster/test_bad_input_cluster.py, against the real cluster; here are the decisions taken
+on what was read (submit.refusal, submit.create_refused, preflight.decide), on plain data recorded from
+the real cluster.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import socket
 import stat
@@ -23,9 +26,9 @@ from click.testing import CliRunner
 
 import demo.cli.jobs as cli_jobs
 from demo.cli import main
-from demo.jobs import observe, submit
-from demo.jobs.preflight import MISSING, POOLS_FILE, TABLE, PoolSource, pool_source
-from demo.k8s.errors import Conflict
+from demo.jobs.preflight import MISSING, POOLS_FILE, TABLE, Gang, PoolSource, PreflightInputs, decide, pool_source
+from demo.jobs.submit import create_refused, refusal
+from demo.k8s.errors import Conflict, Invalid, NotFound, from_response
 from demo.k8s.keys import FAKE_CA_LEASE, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
 from demo.paths import POOLS_FILE as POOLS_PATH
 from demo.realca import exclusion
@@ -185,45 +188,12 @@ def test_an_event_log_without_its_last_newline_keeps_its_last_event(tmp_path):
 
 # ============================================================================ tau-demo watch
 
-@pytest.fixture
-def no_such_job(monkeypatch):
-    """The cluster has namespace demo but no Job at all (the reads replaced)."""
-    calls = []
-
-    def snapshot(k, namespace, name, job_uid=None):
-        calls.append(name)
-        return observe.Snapshot(None, None, [], [], [])
-    monkeypatch.setattr(observe, "snapshot", snapshot)
-    monkeypatch.setattr(observe, "namespace_exists", lambda k, ns: True)
-    return calls
-
-
-def test_watch_of_a_job_that_does_not_exist_gives_up_after_the_grace_period(no_such_job):
-    r = run("watch", "job-nope", "--grace", "0.3s")
-    assert r.exit_code == 1
-    assert "job demo/job-nope does not exist (waited 0s)" in r.output
-    assert "kubectl get jobs -n demo" in r.output and "--wait" in r.output
-    assert len(no_such_job) >= 1
-
+# A Job that does not exist (given up on after --grace, or waited for with --wait until --timeout) and a
+# namespace that does not exist are told by the API: tests/cluster/test_bad_input_cluster.py.
 
 def test_watch_grace_period_is_short_by_default():
     params = {p.name: p for p in cli_jobs.watch_cmd.params}
     assert params["grace"].default == "10s" and params["timeout"].default == "10m"
-
-
-def test_watch_wait_waits_for_the_job_until_the_timeout(no_such_job):
-    r = run("watch", "job-later", "--wait", "--grace", "0.1s", "--timeout", "0.8s")
-    assert r.exit_code == 1
-    assert "does not exist" not in r.output and "after 1s" in r.output
-    assert len(no_such_job) >= 2
-
-
-def test_watch_in_a_namespace_that_does_not_exist(monkeypatch):
-    monkeypatch.setattr(observe, "namespace_exists", lambda k, ns: False)
-    monkeypatch.setattr(observe, "snapshot", lambda *a, **kw: pytest.fail("must not poll"))
-    r = run("watch", "job-x", "-n", "nosuch")
-    assert r.exit_code == 1
-    assert "namespace 'nosuch' does not exist, so job nosuch/job-x does not either" in r.output
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -242,14 +212,15 @@ def test_watch_of_a_name_no_job_can_have():
     assert r.exit_code == 2 and "'Job_X' is not a valid Job name" in r.output
 
 
-def test_watch_never_appends_events_to_a_file_that_is_not_an_event_log(tmp_path, no_such_job):
+def test_watch_never_appends_events_to_a_file_that_is_not_an_event_log(tmp_path, closed_port_kubeconfig):
+    """Refused before the cluster is asked anything: with a cluster that is down, no "did not answer"."""
     notes = tmp_path / "README.md"
     notes.write_text("# notes\n\nsome text\n")
-    r = run("watch", "job-x", "--events", str(notes), "--grace", "0s")
+    r = run("watch", "job-x", "--events", str(notes), "--grace", "0s", "--kubeconfig", closed_port_kubeconfig)
     assert r.exit_code == 1
     assert f"--events {notes}: {notes}:1: not a JSON line" in r.output and "not appending" in r.output
+    assert "did not answer" not in r.output
     assert notes.read_text() == "# notes\n\nsome text\n"
-    assert no_such_job == []
 
 
 # ============================================================================ tau-demo submit / preflight
@@ -315,52 +286,56 @@ def test_preflight_and_submit_share_one_default_profile():
     assert yaml.safe_load(r.output)["metadata"]["labels"][QUEUE_LABEL] == PROFILE
 
 
-@pytest.fixture
-def api(monkeypatch):
-    """submit's reads and its one write, replaced: what the test sets is what the cluster holds."""
-    state = {"namespace": True, "job": False, "created": [], "preflight": (0, ["preflight: fits"]),
-             "create_error": None}
-    monkeypatch.setattr(observe, "namespace_exists", lambda k, ns: state["namespace"])
-    monkeypatch.setattr(observe, "job_exists", lambda k, ns, name: state["job"])
-    monkeypatch.setattr(cli_jobs, "run_preflight", lambda *a, **kw: state["preflight"])
+# What submit says when it creates nothing.  That it really creates nothing (a name taken, a namespace that
+# does not exist, a gang preflight refuses, a name race lost between its check and its create) is shown on
+# the real cluster: tests/cluster/test_bad_input_cluster.py.  Here, the decisions on what it read.
 
-    def create(k, job):
-        if state["create_error"]:
-            raise state["create_error"]
-        state["created"].append(job["metadata"]["name"])
-        return job
-    monkeypatch.setattr(cli_jobs, "create_job", create)
-    return state
+REFUSALS = {r["status"]: r["body"] for r in
+            yaml.safe_load((HERE / "recorded" / "job-create-refusals.yaml").read_text())}
 
 
-def test_submit_with_a_duplicate_job_name_creates_nothing(api):
-    api["job"] = True
-    r = run("submit", "--name", "job-train-1")
-    assert r.exit_code == 1
-    assert "a Job named demo/job-train-1 already exists; nothing was created" in r.output
-    assert "kubectl delete job -n demo job-train-1" in r.output
-    assert api["created"] == []
+def recorded_error(status: int):
+    """The API's refusal of a Job create, as demo.k8s.client raises it, from the body the real cluster sent."""
+    return from_response(status, json.dumps(REFUSALS[status]).encode())
 
 
-def test_submit_losing_a_name_race_says_the_same(api):
-    api["create_error"] = Conflict(409, "AlreadyExists", 'jobs.batch "job-train-1" already exists')
-    r = run("submit", "--name", "job-train-1")
-    assert r.exit_code == 1 and "a Job named demo/job-train-1 already exists" in r.output
+def test_submit_with_a_duplicate_job_name_creates_nothing():
+    why = refusal("demo", "job-train-1", namespace_exists=True, job_exists=True)
+    assert why.startswith("a Job named demo/job-train-1 already exists; nothing was created")
+    assert "kubectl delete job -n demo job-train-1" in why
 
 
-def test_submit_into_a_namespace_that_does_not_exist(api):
-    api["namespace"] = False
-    r = run("submit", "--namespace", "nosuch", "--no-preflight")
-    assert r.exit_code == 1
-    assert "namespace 'nosuch' does not exist; nothing was created" in r.output
-    assert api["created"] == []
+def test_submit_into_a_namespace_that_does_not_exist():
+    why = refusal("nosuch", "job-x", namespace_exists=False, job_exists=False)
+    assert why.startswith("namespace 'nosuch' does not exist; nothing was created")
+    assert "kubectl get localqueues -A" in why
 
 
-def test_submit_refused_by_preflight_creates_nothing(api):
-    api["preflight"] = (2, ["preflight: gang needs 3 node(s) of gpupool (max 2): does not fit"])
-    r = run("submit", "--gang", "3x8")
-    assert r.exit_code == 2 and "preflight refused the job; nothing was created" in r.output
-    assert api["created"] == []
+def test_submit_goes_on_when_the_namespace_cannot_be_read():
+    """Forbidden to read namespaces (None) is no refusal: the create itself will tell."""
+    assert refusal("demo", "job-x", namespace_exists=None, job_exists=False) is None
+    assert refusal("demo", "job-x", namespace_exists=True, job_exists=False) is None
+
+
+def test_submit_losing_a_name_race_says_the_same():
+    """The Job created between submit's check and its create: the apiserver's 409 AlreadyExists."""
+    e = recorded_error(409)
+    assert isinstance(e, Conflict) and e.reason == "AlreadyExists"
+    assert create_refused(e, "demo", "job-train-1") == refusal("demo", "job-train-1", True, True)
+
+
+def test_submit_into_a_namespace_deleted_before_the_create_says_so():
+    e = recorded_error(404)
+    assert isinstance(e, NotFound)
+    assert create_refused(e, "nosuch", "job-train-1") == refusal("nosuch", "job-train-1", False, False)
+
+
+def test_submit_refused_by_the_apiserver_gives_its_reason():
+    e = recorded_error(422)
+    assert isinstance(e, Invalid)
+    assert create_refused(e, "demo", "job-train-2") == (
+        'the cluster refused the Job: Job.batch "job-train-2" is invalid: spec.parallelism: Invalid value: -1: '
+        "must be greater than or equal to 0")
 
 
 # ---------------------------------------------------------------------------- a kubeconfig for a dead cluster
@@ -438,52 +413,55 @@ def test_unreadable_leases_trust_the_table_and_say_so():
     assert pool_source(None, {FAKE_CA_LEASE: None, REAL_CA_LEASE: None}, DEMO_FILE).use == MISSING
 
 
-def preflight_with(monkeypatch, table, alive, namespace_exists=True):
-    inputs = observe.PreflightInputs(REC["LocalQueue"], REC["ClusterQueue"],
-                                     {"gpu-provisioning": REC["AdmissionCheck"]},
-                                     {"gpu-provisioning": REC["ProvisioningRequestConfig"]}, table, alive,
-                                     namespace_exists=namespace_exists)
-    monkeypatch.setattr(observe, "preflight_inputs", lambda k, profile, ns: inputs)
-    monkeypatch.setattr(observe, "flavor", lambda k, name: REC["ResourceFlavor"])
+NO_AUTOSCALER = {FAKE_CA_LEASE: False, REAL_CA_LEASE: False}
 
 
-def test_after_a_benchmark_preflight_plans_against_the_demo_pools(monkeypatch):
+def inputs(table, alive, namespace_exists=True) -> PreflightInputs:
+    """What observe.preflight_inputs reads, from objects recorded on the real cluster."""
+    return PreflightInputs(REC["LocalQueue"], REC["ClusterQueue"], {"gpu-provisioning": REC["AdmissionCheck"]},
+                           {"gpu-provisioning": REC["ProvisioningRequestConfig"]}, table, alive,
+                           namespace_exists=namespace_exists, flavor=REC["ResourceFlavor"])
+
+
+def test_after_a_benchmark_preflight_plans_against_the_demo_pools():
     """The issue: bench/provreq_latency.py left its 200-node benchpool table; no autoscaler runs."""
-    preflight_with(monkeypatch, BENCH_TABLE, {FAKE_CA_LEASE: False, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo")
-    assert code == 0, lines
-    assert "not trusting the pool table in kube-system/tau-demo-node-pools" in lines[1]
-    assert lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
+    r = decide(inputs(BENCH_TABLE, NO_AUTOSCALER), PROFILE, Gang(2, 8), "demo", POOLS_PATH)
+    assert r.code == 0, r.lines
+    assert "not trusting the pool table in kube-system/tau-demo-node-pools" in r.lines[1]
+    assert DEMO_FILE in r.lines[1]
+    assert r.lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
 
 
-def test_while_the_benchmarks_autoscaler_runs_its_table_is_what_counts(monkeypatch):
-    preflight_with(monkeypatch, BENCH_TABLE, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo")
-    assert code == 2 and "matches no pool (benchpool" in lines[-1]
+def test_while_the_benchmarks_autoscaler_runs_its_table_is_what_counts():
+    r = decide(inputs(BENCH_TABLE, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}), PROFILE, Gang(2, 8), "demo",
+               POOLS_PATH)
+    assert r.code == 2 and "matches no pool (benchpool" in r.lines[-1]
 
 
-def test_a_malformed_pools_file_fails_preflight_when_it_is_used(monkeypatch, tmp_path):
+def test_a_malformed_pools_file_fails_preflight_when_it_is_used(tmp_path):
     bad = tmp_path / "pools.yaml"
     bad.write_text("apiVersion: tau-demo.io/v1\nkind: NodePoolList\npools: {}\n")
-    preflight_with(monkeypatch, None, {FAKE_CA_LEASE: False, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo", pools_file=bad)
-    assert code == 1 and lines[-1].startswith(f"preflight: the pools file is malformed: {bad}: pools")
+    r = decide(inputs(None, NO_AUTOSCALER), PROFILE, Gang(2, 8), "demo", bad)
+    assert r.code == 1 and r.lines[-1].startswith(f"preflight: the pools file is malformed: {bad}: pools")
+    r = decide(inputs(BENCH_TABLE, {FAKE_CA_LEASE: True, REAL_CA_LEASE: None}), PROFILE, Gang(2, 8), "demo",
+               bad)
+    assert r.code == 2 and "malformed" not in "".join(r.lines)        # a running autoscaler's table is used
 
 
-def test_a_malformed_published_table_fails_preflight(monkeypatch):
+def test_a_malformed_published_table_fails_preflight():
     table = copy.deepcopy(BENCH_TABLE)
     table["data"]["pools.yaml"] = "pools: [\n"
-    preflight_with(monkeypatch, table, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False})
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "demo")
-    assert code == 1 and "the published pool table is malformed" in lines[-1]
+    r = decide(inputs(table, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}), PROFILE, Gang(2, 8), "demo",
+               POOLS_PATH)
+    assert r.code == 1 and "the published pool table is malformed" in r.lines[-1]
 
 
-def test_preflight_in_a_namespace_that_does_not_exist(monkeypatch):
-    preflight_with(monkeypatch, None, {}, namespace_exists=False)
-    code, lines = submit.run_preflight(None, PROFILE, cli_jobs.Gang(2, 8), "nosuch")
-    assert code == 1
-    assert lines == ["preflight: namespace 'nosuch' does not exist; the demo's profiles (LocalQueues) live in "
-                     "'demo' (list them: kubectl get localqueues -A)"]
+def test_preflight_in_a_namespace_that_does_not_exist():
+    r = decide(PreflightInputs(None, None, {}, {}, None, {}, namespace_exists=False), PROFILE, Gang(2, 8),
+               "nosuch", POOLS_PATH)
+    assert r.code == 1
+    assert r.lines == ["preflight: namespace 'nosuch' does not exist; the demo's profiles (LocalQueues) live in "
+                       "'demo' (list them: kubectl get localqueues -A)"]
 
 
 def test_the_benchmark_puts_back_the_pool_table_it_found():

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
 import yaml
 
-from demo.jobs.preflight import Gang, GangError, check_gang, check_profile
+from demo.jobs import kueue_names
+from demo.jobs.preflight import Gang, GangError, PreflightInputs, check_gang, check_profile, decide, gpu_flavors
+from demo.k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
+from demo.paths import POOLS_FILE
 from fake_ca.pools import pools_from_configmap
 
 REC = {d["kind"]: d for d in yaml.safe_load_all((Path(__file__).parent / "recorded" / "queue-objects.yaml").read_text())}
+LONG = yaml.safe_load((Path(__file__).parent / "recorded" / "kueue-names.yaml").read_text())
 
 
 def profile(lq="default", cq="default", acs="default", prcs="default"):
@@ -199,3 +204,80 @@ def test_gang_outside_the_limits_says_the_limits(text, says):
 def test_gang_that_is_not_podsxgpus_shows_an_example(text):
     with pytest.raises(GangError, match=r"^--gang .*: expected PODSxGPUS, e\.g\. 2x8$"):
         Gang.parse(text)
+
+
+# ---------------------------------------------------------------------------- decide: the checks in order
+
+DEMO_TABLE = REC["ConfigMap"]
+FAKE_CA_RUNS = {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}
+
+
+def inputs(**changes) -> PreflightInputs:
+    """What observe.preflight_inputs reads of the recorded profile, with the fake autoscaler running."""
+    base = PreflightInputs(REC["LocalQueue"], REC["ClusterQueue"], {"gpu-provisioning": REC["AdmissionCheck"]},
+                           {"gpu-provisioning": REC["ProvisioningRequestConfig"]}, DEMO_TABLE, FAKE_CA_RUNS,
+                           flavor=REC["ResourceFlavor"])
+    return dataclasses.replace(base, **changes)
+
+
+def test_decide_says_each_check_that_passed():
+    r = decide(inputs(), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
+    assert (r.code, r.lines) == (0, ["preflight: profile gpu-a100-8 ProvisioningReady=True",
+                                     "preflight: gang needs 2 node(s) of gpupool (max 2): fits"])
+
+
+def test_decide_stops_at_a_profile_that_is_not_ready():
+    r = decide(inputs(local_queue=None), "gpu-a100-8", Gang(3, 8), "demo", POOLS_FILE, job_name="job-x")
+    assert (r.code, r.lines) == (1, ["preflight: unknown profile 'gpu-a100-8': no LocalQueue of that name in the "
+                                     "namespace"])
+
+
+def test_decide_with_an_autoscaler_that_has_not_published_its_table_yet():
+    r = decide(inputs(pool_table=None), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
+    assert r.code == 1 and len(r.lines) == 2
+    assert r.lines[-1].startswith("preflight: the running autoscaler has not published its pool table")
+
+
+def test_decide_plans_the_gang_with_the_flavors_placement():
+    r = decide(inputs(flavor=None), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
+    assert r.code == 2 and "taint sku=gpu:NoSchedule is not tolerated" in r.lines[-1]
+
+
+def checked_by(check: str) -> dict:
+    """The recorded profile with its provisioning AdmissionCheck named `check`."""
+    cq = copy.deepcopy(REC["ClusterQueue"])
+    cq["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["name"] = check
+    ac = copy.deepcopy(REC["AdmissionCheck"])
+    ac["metadata"]["name"] = check
+    return {"cluster_queue": cq, "admission_checks": {check: ac}}
+
+
+def test_decide_warns_of_a_job_name_kueue_would_lose_and_still_plans():
+    """The recorded looping case of kueue#12542: its long admission check, its Job name."""
+    check = LONG["check"]
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
+               job_name=LONG["looping"]["job"])
+    assert r.code == 0 and len(r.lines) == 3
+    assert r.lines[1].startswith("preflight: WARNING: Kueue v0.19.2 cannot find its own ProvisioningRequest")
+    assert r.lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
+               job_name=LONG["control"]["job"])
+    assert r.code == 0 and len(r.lines) == 2
+
+
+def test_decide_without_the_jobs_name_warns_of_nothing():
+    """Without --name there is no request name to check, even with a check name long enough to loop for any Job."""
+    check = "c" * kueue_names.shortest_looping_check("x")
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
+    assert (r.code, len(r.lines)) == (0, 2)
+    r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE, job_name="x")
+    assert (r.code, len(r.lines)) == (0, 3) and "WARNING" in r.lines[1]
+
+
+def test_the_gpu_flavors_are_those_of_the_resource_groups_covering_gpus():
+    cq = copy.deepcopy(REC["ClusterQueue"])
+    cq["spec"]["resourceGroups"] = [{"coveredResources": ["cpu"], "flavors": [{"name": "cpu-only"}]},
+                                    *cq["spec"]["resourceGroups"],
+                                    {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "spare"}]}]
+    assert gpu_flavors(cq) == ["a100-scale", "spare"]
+    assert gpu_flavors(None) == [] == gpu_flavors({"spec": {}}) == gpu_flavors({"spec": {"resourceGroups": [{}]}})
