@@ -64,7 +64,10 @@ class Recorder:
         """Did the Job disappear only once its armed cleanup time had passed?  (ok, what was seen)"""
         armed = [parse_time(annotations(s.job).get(CLEANUP_AFTER_ANNOTATION)) for _, s in self.samples if s.job]
         armed = [t for t in armed if t is not None]
-        gone = next((t for t, s in self.samples if s.job is None and self.job_uid), None)
+        # the first sample without the Job after one with it: samples taken before the Job was created
+        # (the recorder starts before the submission) are not its deletion
+        first = next((i for i, (_, s) in enumerate(self.samples) if s.job is not None), None)
+        gone = None if first is None else next((t for t, s in self.samples[first:] if s.job is None), None)
         if not armed or gone is None:
             return False, f"cleanup armed: {bool(armed)}, Job deleted: {gone is not None}"
         late = gone - armed[-1].timestamp()

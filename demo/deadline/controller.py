@@ -219,6 +219,7 @@ class DeadlineController:
                 elif d.action == "unmark":
                     self.jobs.put(self.k.patch(JOB, name, dl.unmark_patch(), ns, resource_version=rv))
                 elif d.action == "delete":
+                    self.hooks.reach("before-delete", key, uid=job["metadata"]["uid"], resource_version=rv)
                     self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"],
                                   resource_version=rv)
                     return None

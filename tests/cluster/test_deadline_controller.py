@@ -1,0 +1,404 @@
+"""The deadline controller's guarded writes, against the real apiserver and real Kueue v0.19.2.
+
+The controller runs in-process with the real client (as its own ServiceAccount), so that a test can
+hold its informer caches at a chosen moment: `informed` gives them the informers' list, and no watch
+follows, as when a watch lags.  The test then changes the objects on the apiserver (Kueue admits; or
+an annotation that is not the controller's), and drives `reconcile` directly.  Every refusal below is
+the real apiserver's: a resourceVersion (or uid) precondition that no longer holds.  Jobs are submitted
+like `tau-demo submit` does, and every Workload is the one real Kueue made; no test writes a status.
+
+Covered elsewhere, so not repeated here: a decision held at a pause point while Kueue admits
+(409, live read, admission won) is test_scenarios.py's admission-wins race; the controller killed
+after each step and converging with one mirror and one arm is its step-boundary kill test; the same
+across an apiserver restart is test_faults.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+
+import pytest
+
+from demo.deadline import protocol as dl
+from demo.deadline.controller import DeadlineController
+from demo.deadline.invariants import History, violations
+from demo.jobs import observe
+from demo.k8s import hooks
+from demo.k8s.client import Kube
+from demo.k8s.hooks import Hooks
+from demo.k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION,
+                           DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, JOB_UID_LABEL, MIRROR_KEYS,
+                           PARAM_BOOT_SECONDS, PARAM_STOCKOUT, QUOTA_RESERVED, SERVICE_ACCOUNTS,
+                           TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
+from demo.k8s.objects import annotations, is_true, parse_time
+from demo.k8s.resources import JOB, WORKLOAD
+from scenarios import race
+from scenarios.harness import NS
+from tests.cluster.conftest import wait_for
+
+CLASS = "in-process"                  # no controller process serves this class: only the test's instances
+TOUCH = "tau-demo.io/test-touch"      # someone else's write, which the controller's caches have not seen
+TTL = 30.0
+
+
+# ---------------------------------------------------------------------------- helpers
+
+@pytest.fixture(scope="session")
+def deadline_kube(kubeconfig) -> Kube:
+    """The real client, as the deadline controller's ServiceAccount (its RBAC, as the controller process has)."""
+    return Kube(kubeconfig, impersonate=SERVICE_ACCOUNTS["deadline"])
+
+
+@pytest.fixture
+def controller(deadline_kube, tmp_path):
+    """make(ttl) -> a DeadlineController of class CLASS whose caches hold the namespace as it is now."""
+    made = []
+
+    def make(ttl: float = TTL) -> DeadlineController:
+        c = DeadlineController(deadline_kube, namespace=NS, cleanup_ttl=ttl, instance=CLASS,
+                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"))
+        informed(c)
+        made.append(c)
+        return c
+    return make
+
+
+def informed(c: DeadlineController) -> None:
+    """What the controller's informers hand its caches after their list (SYNC..., SYNCED); no watch follows,
+    so the caches stay as they are now until its own writes and live reads refresh them."""
+    for res, store in ((JOB, c.jobs), (WORKLOAD, c.workloads)):
+        items, _ = c.k.list(res, NS)
+        for obj in items:
+            store.handle("SYNC", obj)
+        store.handle("SYNCED", {})
+
+
+@pytest.fixture
+def submit(clean):
+    """submit(deadline, provreq=None) -> (name, job, workload): a 1 x 8-GPU Job submitted like `tau-demo submit`
+    does, for the in-process class (out of stock unless provreq says otherwise), and the Workload real Kueue
+    made for it once it reserved quota (its provisioning check pending).  The test's Jobs are deleted at its
+    end, passed or failed, so that one failure does not fail the next test's clean start."""
+    names: list[str] = []
+
+    def sub(deadline: str, provreq: dict | None = None) -> tuple[str, dict, dict]:
+        name = clean.new_name("job-dl")
+        names.append(name)
+        job = clean.submit(name, "1x8", duration="5s", deadline=deadline, provreq=provreq or {PARAM_STOCKOUT: "true"},
+                           annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+        wl = wait_for(lambda: (w := observe.workload_for(clean.k, job)) and is_true(w, QUOTA_RESERVED) and w, 60,
+                      what=f"Kueue to reserve quota for {name}'s Workload")
+        return name, job, wl
+    yield sub
+    for name in names:
+        clean.delete_job(name)
+    wait_for(lambda: not clean.leftovers(), 120, what="the test's Jobs and their Workloads to go")
+
+
+def past_deadline(job: dict) -> None:
+    deadline = dl.deadline_of(job).timestamp()
+    wait_for(lambda: time.time() > deadline + 0.2, 60, what=f"{job['metadata']['name']}'s deadline")
+
+
+def touch(k: Kube, res, name: str, value: str) -> dict:
+    """Someone else changes the object (an annotation of their own): a new resourceVersion."""
+    return k.patch(res, name, {"metadata": {"annotations": {TOUCH: value}}}, NS)
+
+
+def rv(obj: dict) -> str:
+    return obj["metadata"]["resourceVersion"]
+
+
+def said(caplog, key: str, thread: str | None = None) -> list[str]:
+    """The controller's log lines about `key` (from one thread, when given), in order."""
+    return [r.getMessage().removeprefix(f"deadline {key}: ") for r in caplog.records
+            if r.name == "deadline" and r.getMessage().startswith(f"deadline {key}: ")
+            and (thread is None or r.threadName == thread)]
+
+
+def history(k: Kube, job: dict, since: str) -> History:
+    """The Job as submitted, then every version of it and of its Workload the apiserver has written since
+    resourceVersion `since`, replayed by a watch from it, as the project's invariant checker reads them."""
+    uid = job["metadata"]["uid"]
+    jobs = [job] + [o for typ, o in k.watch(JOB, NS, resource_version=since, timeout_seconds=1)
+            if typ != "DELETED" and o["metadata"]["uid"] == uid]
+    wls = [o for typ, o in k.watch(WORKLOAD, NS, label_selector=f"{JOB_UID_LABEL}={uid}", resource_version=since,
+                                   timeout_seconds=1) if typ != "DELETED"]
+    return History(job["metadata"]["name"], jobs, wls)
+
+
+def written(objs: list[dict], key: str) -> set[str]:
+    """The distinct values of one of the controller's annotations over the versions: one per write."""
+    return {annotations(o)[key] for o in objs if key in annotations(o)}
+
+
+def steps(jobs: list[dict]) -> list[str]:
+    """The Job's versions as the protocol's steps, repeats folded."""
+    out: list[str] = []
+    for j in jobs:
+        s = "armed" if dl.cleanup_after(j) else "mirrored" if dl.mirrored(j) else "unmarked"
+        if not out or out[-1] != s:
+            out.append(s)
+    return out
+
+
+MIRRORING = r"Workload \S+ carries a committed timeout; mirroring it to the Job"
+JOB_409 = "Job changed under us (409); reading again"
+ARMING = "mirror written; arming cleanup"
+EXPIRED = r"cleanup TTL expired \d+\.\ds ago and Workload \S+ still carries the committed timeout; deleting the Job"
+
+
+def match(lines: list[str], patterns: list[str]) -> bool:
+    return len(lines) == len(patterns) and all(re.fullmatch(p, line) for p, line in zip(patterns, lines))
+
+
+def committed_mirrored_armed(k: Kube, submit, make, ttl: float) -> tuple[DeadlineController, str, str, dict]:
+    """A Job past its deadline, out of stock, that an in-process controller has committed, mirrored and armed."""
+    name, job, _ = submit("1s")
+    past_deadline(job)
+    c = make(ttl)
+    key = f"{NS}/{name}"
+    assert c.reconcile(key) == 0.0
+    assert 0 < c.reconcile(key) <= ttl
+    live = k.get(JOB, name, NS)
+    assert dl.mirrored(live) and dl.cleanup_after(live) is not None
+    return c, name, key, job
+
+
+# ---------------------------------------------------------------------------- the commit
+
+def test_a_commit_decided_on_a_stale_cache_is_refused_and_admission_wins_on_the_live_read(submit, k, controller,
+                                                                                          caplog):
+    # Unlike the admission-wins race (a fresh decision held at a pause point), the cache itself lags here:
+    # Kueue admitted before the decision, which is made on the older version the cache still holds.
+    name, job, _ = submit("2s", {**race.capacity_back_after(6), PARAM_BOOT_SECONDS: "0"})
+    key = f"{NS}/{name}"
+    c = controller()
+    stale = c.cached(key)[1]
+    assert is_true(stale, QUOTA_RESERVED) and not is_true(stale, ADMITTED)
+    wait_for(lambda: is_true(observe.workload_for(k, job), ADMITTED), 120,
+             what="Kueue to admit the Workload once capacity is back")
+    past_deadline(job)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        assert c.reconcile(key) is None
+        first = said(caplog, key)
+        caplog.clear()
+        assert c.reconcile(key) is None                  # decided on the caches again, no API call
+        again = said(caplog, key)
+    assert match(first, [rf"deadline passed \d+\.\ds ago; Workload rv {rv(stale)} not admitted; committing timeout",
+                         rf"409 conflict on Workload rv {rv(stale)}; reading again",
+                         r"re-read: Admitted=True; Workload rv \d+ is Admitted: admission won, no action"]), first
+    # what the live read saw went into the caches: the next decision is made on the admitted version
+    seen = re.search(r"Workload rv (\d+) is Admitted", first[-1]).group(1)
+    assert again == [f"Workload rv {seen} is Admitted: admission won, no action"], again
+    live = observe.snapshot(k, NS, name)
+    assert dl.admitted(live.workload) and not dl.committed_timeout(live.workload)
+    assert live.workload["spec"].get("active") is not False, "the Workload was not deactivated"
+    assert not any(key_ in annotations(live.job) for key_ in MIRROR_KEYS), "the Job carries no mark"
+    wait_for(lambda: is_true(k.get(JOB, name, NS), "Complete"), 120, what="the Job to run and complete")
+
+
+def test_commit_then_mirror_then_arm_each_guarded_by_the_version_it_was_decided_on(submit, k, controller, caplog):
+    name, job, wl = submit("1s")
+    key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
+    past_deadline(job)
+    since = k.list(JOB, NS)[1]
+    c = controller()
+    decided_on = rv(c.cached(key)[1])
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        # 1. commit: the Workload changes after the cache saw it; the commit at the cached version is refused
+        touched = touch(k, WORKLOAD, wl_name, "1")
+        assert c.reconcile(key) == 0.0                   # committed; the owner steps come on the next turn
+        lines = said(caplog, key)
+        assert match(lines, [rf"deadline passed \d+\.\ds ago; Workload rv {decided_on} not admitted; committing timeout",
+                             rf"409 conflict on Workload rv {decided_on}; reading again",
+                             r"re-read: not admitted; deadline passed \d+\.\ds ago; Workload rv \d+ not admitted; "
+                             r"committing timeout",
+                             rf"committed timeout on Workload {wl_name} \(spec.active=false; the write took \d+ ms\)"]), \
+            lines
+        live = observe.snapshot(k, NS, name)
+        assert dl.committed_timeout(live.workload) and live.workload["spec"]["active"] is False
+        assert annotations(live.workload)[TOUCH] == "1", "committed onto the version the live read saw"
+        assert int(rv(live.workload)) > int(rv(touched))
+        assert not dl.mirrored(live.job)
+
+        # 2. mirror: the Job changes after the cache saw it; the mirror at the cached version is refused
+        touch(k, JOB, name, "1")
+        hooks.arm(c.hooks.dir, "after-mirror", key)
+        caplog.clear()
+        out: list = []
+        worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name="worker")
+        worker.start()
+        hooks.wait_reached(c.hooks.dir, "after-mirror", key, timeout=60)
+        lines = said(caplog, key)
+        assert match(lines, ["timeout already committed on the Workload", MIRRORING, re.escape(JOB_409), MIRRORING]), \
+            lines
+        live_job = k.get(JOB, name, NS)
+        assert dl.mirrored(live_job) and dl.cleanup_after(live_job) is None
+
+        # 3. arm: the Job changes again between the mirror and the arm; the arm at the mirror's version is refused
+        touch(k, JOB, name, "2")
+        caplog.clear()
+        hooks.release(c.hooks.dir, "after-mirror", key)
+        worker.join(60)
+        lines = said(caplog, key)
+        assert match(lines, [re.escape(ARMING), re.escape(JOB_409), re.escape(ARMING)]), lines
+        assert out and 0 < out[0] <= TTL                  # the cleanup TTL
+
+        # nothing more to write: the caches hold the controller's own writes
+        caplog.clear()
+        assert all(0 < c.reconcile(key) <= TTL for _ in range(3))
+        assert said(caplog, key) == []
+    h = history(k, job, since)
+    assert violations(h) == [], violations(h)
+    assert len(written(h.workloads, DECISION_TIME_ANNOTATION)) == 1, "one commit"
+    assert len(written(h.jobs, TERMINAL_TIME_ANNOTATION)) == 1, "one mirror"
+    assert len(written(h.jobs, CLEANUP_AFTER_ANNOTATION)) == 1, "one arm"
+    assert steps(h.jobs) == ["unmarked", "mirrored", "armed"]
+    assert annotations(h.jobs[-1])[TOUCH] == "2", "the arm went onto the version the live read saw"
+
+
+def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_urgent_lane(submit, k, controller,
+                                                                                           caplog):
+    name, job, wl = submit("20s")
+    key = f"{NS}/{name}"
+    since = k.list(JOB, NS)[1]
+    c = controller()
+    stop = threading.Event()
+    assert c.queue.get(stop) == key                      # the informers' list queued it; a worker takes it
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        assert c.reconcile(key) is None
+    c.queue.done(key)
+    lines = said(caplog, key)
+    assert match(lines, [r"not admitted yet; deadline in \d+\.\ds"]), lines
+    live = observe.snapshot(k, NS, name)
+    h = history(k, job, since)
+    for w in [live.workload, *h.workloads]:
+        assert DECISION_ANNOTATION not in annotations(w) and w["spec"].get("active") is not False, w["metadata"]
+    for j in [live.job, *h.jobs]:
+        assert not any(k_ in annotations(j) for k_ in MIRROR_KEYS), j["metadata"]
+    # routine work queued before the deadline does not hold up the deadline's timer: it fires into the urgent lane
+    c.queue.add("demo/routine")
+    past_deadline(job)
+    assert c.queue.get(stop) == key
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        assert c.reconcile(key) == 0.0
+    c.queue.done(key)
+    assert said(caplog, key)[-1].startswith(f"committed timeout on Workload {wl['metadata']['name']}")
+    committed = k.get(WORKLOAD, wl["metadata"]["name"], NS)
+    decided_at = parse_time(annotations(committed)[DECISION_TIME_ANNOTATION])
+    assert decided_at >= dl.deadline_of(job), "the decision was not made before the deadline"
+
+
+# ---------------------------------------------------------------------------- cleanup
+
+def test_cleanup_deletes_only_when_a_live_read_agrees(submit, k, controller, caplog):
+    c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
+    uid = job["metadata"]["uid"]
+    wl = observe.workload_for(k, job)
+    # an operator takes the timeout back after the controller's caches saw it committed: drops the Job's
+    # deadline, clears the decision and reactivates the Workload (spec, not Kueue's status)
+    k.patch(JOB, name, {"metadata": {"annotations": {DEADLINE_ANNOTATION: None}}}, NS)
+    k.patch(WORKLOAD, wl["metadata"]["name"], {"metadata": {"annotations": {DECISION_ANNOTATION: None,
+                                                                           DECISION_TIME_ANNOTATION: None}},
+                                               "spec": {"active": True}}, NS)
+    due = dl.cleanup_after(k.get(JOB, name, NS))
+    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+    assert dl.committed_timeout(c.cached(key)[1]), "the cache still says committed"
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        assert c.reconcile(key) is None
+    lines = said(caplog, key)
+    assert lines == ["stale terminal mark on the Job (Workload carries no committed timeout); "
+                     "removing it and disarming cleanup"], lines
+    live = k.get(JOB, name, NS)
+    assert live["metadata"]["uid"] == uid, "the Job was not deleted"
+    assert not any(k_ in annotations(live) for k_ in MIRROR_KEYS), "its mark was removed, cleanup disarmed"
+
+
+def test_cleanup_deletes_with_the_resource_version_it_decided_on(submit, k, controller, caplog):
+    c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
+    due = dl.cleanup_after(k.get(JOB, name, NS))
+    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+    hooks.arm(c.hooks.dir, "before-delete", key)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        out: list = []
+        worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name="worker")
+        worker.start()
+        info = hooks.wait_reached(c.hooks.dir, "before-delete", key, timeout=60)
+        before = k.get(JOB, name, NS)
+        assert info == {"uid": job["metadata"]["uid"], "resource_version": rv(before)}, "decided on a live read"
+        touched = touch(k, JOB, name, "1")              # the Job changes after that read
+        hooks.release(c.hooks.dir, "before-delete", key)
+        worker.join(60)
+    lines = said(caplog, key)
+    assert match(lines, [EXPIRED, re.escape(JOB_409), EXPIRED]), lines
+    assert out == [None]
+    assert k.get_or_none(JOB, name, NS) is None, "deleted once a live read of the new version agreed"
+    assert int(rv(touched)) > int(info["resource_version"])
+
+
+def test_cleanup_never_deletes_a_job_resubmitted_under_the_same_name(clean, submit, k, controller, caplog):
+    c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
+    due = dl.cleanup_after(k.get(JOB, name, NS))
+    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+    hooks.arm(c.hooks.dir, "before-delete", key)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        out: list = []
+        worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name="worker")
+        worker.start()
+        info = hooks.wait_reached(c.hooks.dir, "before-delete", key, timeout=60)
+        assert info["uid"] == job["metadata"]["uid"]
+        # meanwhile the user deletes the Job and submits it again under the same name, with a longer deadline
+        k.delete(JOB, name, NS)
+        wait_for(lambda: k.get_or_none(JOB, name, NS) is None, 60, what="the first Job to go")
+        again = clean.submit(name, "1x8", duration="5s", deadline="10m", provreq={PARAM_STOCKOUT: "true"},
+                             annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+        hooks.release(c.hooks.dir, "before-delete", key)
+        worker.join(60)
+    lines = said(caplog, key)
+    assert match(lines, [EXPIRED, re.escape(JOB_409)]), lines
+    assert out == [None]
+    live = k.get(JOB, name, NS)
+    assert live["metadata"]["uid"] == again["metadata"]["uid"] != job["metadata"]["uid"], "the new Job is kept"
+    assert not any(k_ in annotations(live) for k_ in MIRROR_KEYS)
+
+
+# ---------------------------------------------------------------------------- two writers
+
+def test_a_job_write_that_conflicts_reads_live_and_does_not_write_twice(submit, k, controller, caplog):
+    # Two instances of one class on the same Job (a second one started by mistake, or a rollout's overlap):
+    # the first commits and mirrors; the second decided to mirror on its cache, from before the mirror.
+    name, job, wl = submit("1s")
+    key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
+    past_deadline(job)
+    since = k.list(JOB, NS)[1]
+    first = controller()
+    assert first.reconcile(key) == 0.0
+    second = controller()                                # its caches: the committed Workload, the Job unmarked
+    hooks.arm(first.hooks.dir, "after-mirror", key)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        out: list = []
+        worker = threading.Thread(target=lambda: out.append(first.reconcile(key)), name="first")
+        worker.start()
+        hooks.wait_reached(first.hooks.dir, "after-mirror", key, timeout=60)
+        assert 0 < second.reconcile(key) <= TTL
+        hooks.release(first.hooks.dir, "after-mirror", key)
+        worker.join(60)
+    one, two = said(caplog, key, "first"), said(caplog, key, "MainThread")
+    # the second: its mirror refused, it reads live, finds the mirror written, and only arms cleanup
+    assert match(two, ["timeout already committed on the Workload", MIRRORING, re.escape(JOB_409),
+                       re.escape(ARMING)]), two
+    # the first, released: its arm refused, it reads live, finds cleanup armed, and writes nothing more
+    assert match(one, ["timeout already committed on the Workload", MIRRORING, re.escape(ARMING),
+                       re.escape(JOB_409)]), one
+    assert out and 0 < out[0] <= TTL
+    h = history(k, job, since)
+    assert violations(h) == [], violations(h)
+    assert len(written(h.jobs, TERMINAL_TIME_ANNOTATION)) == 1, "one mirror"
+    assert len(written(h.jobs, CLEANUP_AFTER_ANNOTATION)) == 1, "one arm"
+    assert steps(h.jobs) == ["unmarked", "mirrored", "armed"]
+    assert annotations(h.jobs[-1])[TERMINAL_WORKLOAD_ANNOTATION] == wl_name
