@@ -21,6 +21,8 @@ fi
 stage=all
 if [ "${1:-}" = --unit ]; then stage=unit; shift; fi
 if [ "${1:-}" = --mutation ]; then shift; exec .venv/bin/python tests/mutation/report.py "$@"; fi
+echo "[test] pyflakes (unused imports and names, undefined names)"
+.venv/bin/python -m pyflakes demo fake_ca scenarios tests bench
 echo "[test] unit tests"
 .venv/bin/python -m pytest tests/unit -q -p no:cacheprovider
 [ "$stage" = unit ] && exit 0
