@@ -247,7 +247,7 @@ def restart_process(st: State, component: str, timeout: float = 60) -> None:
     with open(logfile, "ab") as log:
         new = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    pidfile.write_text(f"{new.pid}\n")
+    pidfile.write_text(str(new.pid))        # no newline: kwokctl reads it with strconv.Atoi, unTrimmed
     if component == "kube-apiserver":
         install.wait_apiserver(Kube(st.kubeconfig), timeout)
 

@@ -100,6 +100,22 @@ def _reap(pid: int) -> None:
         pass
 
 
+def running_under(directory: Path) -> list[tuple[int, str]]:
+    """Live processes whose executable or arguments lie under `directory`: (pid, command line)."""
+    needle = str(directory.resolve())
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue                     # gone meanwhile, or not ours to read
+        if any(a.startswith(needle) or f"={needle}" in a for a in argv):
+            out.append((int(proc.name), " ".join(argv)))
+    return sorted(out)
+
+
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -8,6 +8,7 @@ If it cannot be brought up, every cluster test fails with the reason -- never a 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import uuid
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.cluster import backends
+from demo.cluster import backends, procs
 from demo.cluster.backend import UpOptions
 from demo.cluster.state import ClusterError
 from demo.k8s import heartbeat
@@ -57,6 +58,12 @@ def demo_cluster():
     print(f"\n[cluster] {NAME} up in {time.monotonic() - t0:.1f}s", file=sys.stderr)
     yield st
     backends.get(BACKEND).down(NAME)
+    # nothing of the cluster may outlive `cluster down` (a restarted apiserver whose pid kwokctl could not
+    # read once did); killed here so that one run does not leak into the next, and reported as an error
+    left = procs.running_under(Path(os.environ["TAU_DEMO_STATE"]))
+    for pid, _ in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "cluster down left processes behind: " + "; ".join(f"{pid} {cmd[:160]}" for pid, cmd in left)
 
 
 @pytest.fixture(scope="session")
