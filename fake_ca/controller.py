@@ -272,8 +272,9 @@ class FakeCA:
     def scale_down(self) -> bool:
         c = self.cluster()
         by_uid = {p["metadata"]["uid"]: p for p in c.provreqs}
-        booked = planner.booked_nodes(booking.booked_pods(c.provreqs, c.templates, parse=c.parse),
-                                      vm.snapshot_nodes(c.nodes), c.pods)
+        def booked() -> set[str]:
+            return planner.booked_nodes(booking.booked_pods(c.provreqs, c.templates, parse=c.parse),
+                                        vm.snapshot_nodes(c.nodes), c.pods)
         now = self.now()
         nodes, pods = c.nodes, c.pods
         plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded, booked)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable
 
 from demo.k8s.keys import FAILED, MANAGED_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION, UNNEEDED_ANNOTATION
 from demo.k8s.objects import annotations, is_true, labels, parse_time, seconds_since
@@ -39,14 +40,17 @@ def _busy(node_name: str, pods: list[dict]) -> bool:
 
 
 def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
-               now: datetime, unneeded_seconds: float, booked: set[str] = frozenset()) -> ScaleDown:
+               now: datetime, unneeded_seconds: float,
+               booked: Callable[[], set[str]] = frozenset) -> ScaleDown:
     """Nodes this fake created are kept while their request's booking lasts (or while it is
-    still being provisioned), and while booked pods of any request occupy them (`booked`:
-    planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot);
+    still being provisioned), and while booked pods of any request occupy them (`booked()`:
+    planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot; asked
+    only once a node is otherwise unneeded, since placing every booked pod is the costly part);
     afterwards a node with no running non-daemon pods for longer than `unneeded_seconds` is deleted
     (core/scaledown/unneeded: since + unneeded time Before now), never below the pool's min.  Nodes
     still booting are not candidates: --max-node-provision-time deals with them."""
     out = ScaleDown()
+    occupied: set[str] | None = None
     size: dict[str, int] = {}
     managed = [n for n in nodes if labels(n).get(MANAGED_LABEL) == "true"
                and not n["metadata"].get("deletionTimestamp")]
@@ -59,7 +63,10 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         ann = annotations(n)
         pr = provreqs.get(ann.get(PROVREQ_UID_ANNOTATION))
         protected = pr is not None and not is_true(pr, FAILED) and (books(pr) or not is_true(pr, PROVISIONED))
-        needed = protected or _busy(name, pods) or booting(n) or name in booked
+        needed = protected or _busy(name, pods) or booting(n)
+        if not needed:
+            occupied = booked() if occupied is None else occupied
+            needed = name in occupied
         since = unneeded_for(n, now)
         if needed:
             if UNNEEDED_ANNOTATION in ann:

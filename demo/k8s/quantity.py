@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 # A Kubernetes quantity's MilliValue() is an int64; anything larger is not a usable amount.
 MAX_MILLI = 2**63 - 1
@@ -63,6 +64,15 @@ def parse_quantity(value: str | int | float) -> int:
 
     Negative and very large values parse; callers decide whether they make sense (see MAX_MILLI).
     """
+    if isinstance(value, str):
+        return _parse_text(value)
+    return math.ceil(parse_quantity_exact(value) * 1000)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> int:
+    """parse_quantity of a string, memoized: the fake autoscaler's loop reads the same few quantities
+    (every node's allocatable, every pod's requests) thousands of times a second at scale."""
     return math.ceil(parse_quantity_exact(value) * 1000)
 
 

@@ -424,5 +424,20 @@ def test_a_node_given_to_a_request_by_capacity_is_found_is_not_scaled_down():
     given = provisioned("req-b", count=1)
     booked = booked_nodes(booking.booked_pods([given], templates_for(given)), [idle], [])
     assert booked == {"n1"}
-    assert scaledown.scale_down([idle], [], {}, POOLS, at(30), 10, booked).delete == []
+    assert scaledown.scale_down([idle], [], {}, POOLS, at(30), 10, lambda: booked).delete == []
     assert scaledown.scale_down([idle], [], {}, POOLS, at(30), 10).delete == ["n1"]
+
+
+def test_booked_pods_are_placed_only_when_a_node_is_otherwise_unneeded():
+    """Placing every booked pod is the costly part of a loop at scale: asked once, and only if needed."""
+    asked = []
+
+    def booked():
+        asked.append(1)
+        return set()
+    busy = node("n2")
+    assert scaledown.scale_down([busy], [pod("n2")], {}, POOLS, at(30), 10, booked).mark == []
+    assert asked == []
+    idle = [node("n3"), node("n4")]
+    assert scaledown.scale_down(idle, [], {}, POOLS, at(30), 10, booked).mark == ["n3", "n4"]
+    assert asked == [1]

@@ -97,7 +97,7 @@ def idle(name: str, since: float | None = None, uid: str = "uid-old", pool=GPUPO
 
 def decide(nodes, pods=(), provreqs=(), seconds=100.0, pools=POOLS, booked=frozenset()) -> ScaleDown:
     by_uid = {r["metadata"]["uid"]: r for r in provreqs}
-    return scaledown.scale_down(list(nodes), list(pods), by_uid, pools, at(seconds), 10, booked)
+    return scaledown.scale_down(list(nodes), list(pods), by_uid, pools, at(seconds), 10, lambda: set(booked))
 
 
 def test_an_idle_node_starts_its_timer_and_goes_once_it_was_unneeded_for_longer_than_the_unneeded_time():
