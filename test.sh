@@ -8,6 +8,8 @@
 #   ./test.sh --unit          unit tests only
 #   ./test.sh --mutation      mutation testing of the pure modules (tests/mutation/report.py; docs/testing.md)
 #   ./test.sh [pytest args]   passed to the cluster stage (e.g. -k race)
+#   TAU_DEMO_TEST_BACKEND=kind ./test.sh   the cluster tests on a kind cluster (needs a Docker engine;
+#                             on machines without a registry see tests/kind/README.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 python=${PYTHON:-python3}
@@ -27,8 +29,10 @@ echo "[test] unit tests"
 .venv/bin/python -m pytest tests/unit -q -p no:cacheprovider
 [ "$stage" = unit ] && exit 0
 echo "[test] toolchain"
-.venv/bin/tau-demo toolchain ensure --with-actionlint --with-real-ca
+backend=${TAU_DEMO_TEST_BACKEND:-kwok}
+with_kind=(); [ "$backend" = kind ] && with_kind=(--with-kind)
+.venv/bin/tau-demo toolchain ensure --with-actionlint --with-real-ca "${with_kind[@]}"
 .venv/bin/tau-demo toolchain versions --with-real-ca
 export TAU_DEMO_STATE=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
-echo "[test] cluster tests (state in $TAU_DEMO_STATE)"
+echo "[test] cluster tests on the $backend backend (state in $TAU_DEMO_STATE)"
 .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider -x "$@"

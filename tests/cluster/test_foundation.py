@@ -12,7 +12,7 @@ from demo.k8s import resources as R
 from demo.k8s.manifests import ManifestError, load_manifest
 from demo.k8s.objects import is_true
 from fake_ca.pools import load_pools, node_manifest
-from tests.cluster.conftest import REPO, wait_for
+from tests.cluster.conftest import BACKEND, REPO, wait_for
 
 NS = "demo"
 
@@ -98,7 +98,7 @@ spec:
     # the same path `cluster up` takes for manifests/, pointed at a directory holding the bad object
     (tmp_path / "kueue-objects.yaml").write_text(bad.read_text())
     with pytest.raises(ClusterError) as e:
-        install_demo_objects(kubeconfig, "kwok", manifests_dir=tmp_path)
+        install_demo_objects(kubeconfig, BACKEND, manifests_dir=tmp_path)
     msg = str(e.value)
     print(msg)
     assert "kueue-objects.yaml was refused" in msg
