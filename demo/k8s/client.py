@@ -25,6 +25,25 @@ from .resources import Resource
 log = logging.getLogger(__name__)
 
 
+# As client-go: an answer of 429 or 5xx that carries Retry-After (the apiserver's "storage is
+# (re)initializing" while its watch cache refills after a restart, or max-in-flight) is retried after
+# the given seconds, up to 10 times; the request was not processed.
+RETRY_AFTER_ATTEMPTS = 10
+RETRY_AFTER_MAX = 5.0
+
+
+def retry_after(status: int, headers) -> float | None:
+    """Seconds to wait before retrying an answer, or None if it is final."""
+    if status != 429 and status < 500:
+        return None
+    value = (headers or {}).get("Retry-After")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return min(max(seconds, 0.1), RETRY_AFTER_MAX)
+
+
 class Kube:
     """A connection to one cluster."""
 
@@ -57,13 +76,20 @@ class Kube:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         headers.update(self.api.default_headers)
         self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
-        try:   # the REST client serialises dict bodies as JSON for json and yaml content types
-            resp = self.api.rest_client.request(method, url, headers=headers, body=body,
-                                                _request_timeout=timeout or self.timeout)
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise Unreachable(f"apiserver {self.api.configuration.host} did not answer {method} {path}: {e}") from e
-        except client.ApiException as e:
-            raise Unreachable(f"apiserver {self.api.configuration.host}: {e.reason}") from e
+        for attempt in range(RETRY_AFTER_ATTEMPTS + 1):
+            try:   # the REST client serialises dict bodies as JSON for json and yaml content types
+                resp = self.api.rest_client.request(method, url, headers=headers, body=body,
+                                                    _request_timeout=timeout or self.timeout)
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise Unreachable(f"apiserver {self.api.configuration.host} did not answer {method} {path}: {e}") from e
+            except client.ApiException as e:
+                raise Unreachable(f"apiserver {self.api.configuration.host}: {e.reason}") from e
+            wait = retry_after(resp.status, resp.headers) if attempt < RETRY_AFTER_ATTEMPTS else None
+            if wait is None:
+                break
+            resp.read()
+            log.debug("%s %s: %d with Retry-After; retrying in %.1fs", method, path, resp.status, wait)
+            time.sleep(wait)
         if stream:
             if resp.status >= 300:
                 raise from_response(resp.status, resp.read())
