@@ -22,13 +22,22 @@ def test_kind_smoke_workflow_lints_clean():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def readme_laptop_commands() -> list[str]:
+    """The commands of the README's kind instructions for a laptop (the code block after "On a laptop:")."""
+    text = (REPO / "README.md").read_text()
+    start = text.index("On a laptop:")
+    block = text[text.index("```bash", start) + len("```bash"):text.index("```", text.index("```bash", start) + 3)]
+    return [c.strip() for line in block.strip().splitlines() for c in line.split("&&") if c.strip()]
+
+
 def test_kind_workflow_runs_the_readme_commands_on_the_kind_backend():
+    commands = readme_laptop_commands()
+    assert commands == ["TAU_DEMO_BACKEND=kind ./setup.sh", "AUTO=1 ./scenario.sh"]
     wf = yaml.safe_load((REPO / ".github/workflows/kind-smoke.yml").read_text())
     steps = wf["jobs"]["kind-smoke"]["steps"]
-    runs = [s.get("run", "") for s in steps]
-    assert any("./setup.sh" in r for r in runs) and any("./scenario.sh" in r for r in runs)
-    setup = next(s for s in steps if "./setup.sh" in s.get("run", ""))
-    assert setup["env"]["TAU_DEMO_BACKEND"] == "kind"
+    runs = [s["run"].strip() for s in steps if "run" in s]
+    assert [r for r in runs if r in commands] == commands, "the workflow runs the README's commands, in order"
+    assert not any("env" in s for s in steps if s.get("run", "").strip() in commands), "with no extra environment"
 
 
 def test_kueue_release_manifests_use_the_pinned_release_image():
