@@ -64,14 +64,22 @@ class Recorder:
         """Did the Job disappear only once its armed cleanup time had passed?  (ok, what was seen)"""
         armed = [parse_time(annotations(s.job).get(CLEANUP_AFTER_ANNOTATION)) for _, s in self.samples if s.job]
         armed = [t for t in armed if t is not None]
-        # the first sample without the Job after one with it: samples taken before the Job was created
-        # (the recorder starts before the submission) are not its deletion
-        first = next((i for i, (_, s) in enumerate(self.samples) if s.job is not None), None)
-        gone = None if first is None else next((t for t, s in self.samples[first:] if s.job is None), None)
+        gone = self.gone_at()
         if not armed or gone is None:
             return False, f"cleanup armed: {bool(armed)}, Job deleted: {gone is not None}"
         late = gone - armed[-1].timestamp()
         return late >= -0.5, f"deleted {late:+.1f}s after the cleanup time it was armed with"
+
+    def gone_at(self) -> float | None:
+        """When the Job was first sampled absent after having been seen (samples taken before it was
+        created do not count: the recorder starts before the submission)."""
+        seen = False
+        for t, s in self.samples:
+            if s.job is not None:
+                seen = True
+            elif seen:
+                return t
+        return None
 
     def provreq_names(self) -> set[str]:
         return {p["metadata"]["name"] for _, s in self.samples for p in s.provreqs}

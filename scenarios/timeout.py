@@ -158,7 +158,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.check(annotations(mirrored).get(TERMINAL_WORKLOAD_ANNOTATION) == wl["metadata"]["name"],
                   "the timeout is mirrored on the Job (terminal-reason=AdmissionTimeout, naming the Workload)")
         ctx.step(f"Cleanup deletes the Job after {cleanup_ttl_hint}")
-        ctx.wait(lambda: rec.job_uid and ctx.k.get_or_none(JOB, name, NS) is None, 120, "cleanup")
+        ctx.wait(lambda: rec.gone_at() is not None, 120, "cleanup (the recorder sees the Job gone)")
         ok, seen = rec.cleaned_up_after_ttl()
         ctx.check(ok, f"cleanup deleted the timed-out Job after its TTL ({seen})")
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
