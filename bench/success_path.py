@@ -1,8 +1,10 @@
-"""The success path on the kwok backend with zero provisioning delay: submit -> both pods
-Running, median of N, broken down by phase.  Needs `tau-demo cluster up` and a running
-fake-ca (`tau-demo fake-ca`).
+"""The success path on the kwok backend: submit -> both pods Running, median of N, broken down
+by phase, including the nodes' boot (Provisioned comes first, then the nodes stay NotReady for
+the pool's bootSeconds, as under the real autoscaler).  Needs `tau-demo cluster up` and a running
+fake-ca (`tau-demo fake-ca`).  `--boot-seconds S` overrides the pool's boot time per request
+(the ProvisioningRequest parameter fakeCABootSeconds).
 
-    .venv/bin/python bench/success_path.py [--runs 5]
+    .venv/bin/python bench/success_path.py [--runs 5] [--boot-seconds 0]
 """
 
 from __future__ import annotations
@@ -19,25 +21,27 @@ from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.jobs import observe  # noqa: E402
 from demo.k8s import heartbeat  # noqa: E402
 from demo.k8s.client import Kube  # noqa: E402
-from demo.k8s.keys import ADMITTED, PROVISIONED, QUOTA_RESERVED  # noqa: E402
-from demo.k8s.objects import is_true  # noqa: E402
+from demo.k8s.keys import ADMITTED, MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED, QUOTA_RESERVED  # noqa: E402
+from demo.k8s.objects import condition, is_true  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--runs", type=int, default=5)
+ap.add_argument("--boot-seconds", help="override the pool's bootSeconds (default: the pool's own)")
 a = ap.parse_args()
 kc = default_kubeconfig()
 k = Kube(kc)
 if not heartbeat.alive(k, "fake-ca"):
     sys.exit("start `tau-demo fake-ca` first")
 ctx = Context(k, kc, out=open("/dev/null", "w"))
-PHASES = ("quota reserved", "provisioned", "admitted", "unsuspended", "both pods Running")
+PHASES = ("quota reserved", "provisioned", "admitted", "unsuspended", "both nodes Ready", "both pods Running")
+provreq = {PARAM_BOOT_SECONDS: a.boot_seconds} if a.boot_seconds is not None else None
 rows = []
 for i in range(a.runs):
     ctx.wait_pool_empty(120)
     name = ctx.new_name("job-bench")
     t0 = time.monotonic()
-    ctx.submit(name, "2x8", duration="30s")
+    ctx.submit(name, "2x8", duration="30s", provreq=provreq)
     marks: dict[str, float] = {}
     while "both pods Running" not in marks:
         s = observe.snapshot(k, "demo", name)
@@ -51,6 +55,9 @@ for i in range(a.runs):
             marks.setdefault("admitted", now)
         if s.job and s.job["spec"].get("suspend") is False:
             marks.setdefault("unsuspended", now)
+        made = [n for n in s.nodes if MANAGED_LABEL in n["metadata"].get("labels", {})]
+        if len(made) >= 2 and all((condition(n, "Ready") or {}).get("status") == "True" for n in made):
+            marks.setdefault("both nodes Ready", now)
         if sum(1 for p in s.pods if p["status"].get("phase") == "Running") == 2:
             marks.setdefault("both pods Running", now)
         time.sleep(0.05)

@@ -82,7 +82,12 @@ class KindBackend:
     def up(self, name: str, options: UpOptions) -> State:
         self.check(name, options)
         st = State.load(name)
-        if st is None or name not in _kind("get", "clusters").stdout.split():
+        exists = name in _kind("get", "clusters").stdout.split()
+        if st is None and exists:
+            raise ClusterError(f"a kind cluster named {name} exists that this state directory did not create "
+                               f"(left by an earlier run, or someone else's): `kind delete cluster --name {name}` "
+                               f"removes it, or choose another name")
+        if st is None or not exists:
             st = State(name=name, backend="kind", kubeconfig="")
             st.dir.mkdir(parents=True, exist_ok=True)
             st.kubeconfig = str(st.dir / "kubeconfig.yaml")

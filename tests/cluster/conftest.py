@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -43,6 +44,16 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.timeout(CLUSTER_TEST_TIMEOUT))
 
 
+def _delete_leftover_kind_cluster() -> None:
+    """A kind cluster lives in Docker, not in the state directory: one that a killed test run left under
+    the test cluster's name (which belongs to the tests) would make `kind create` refuse."""
+    kind = str(toolchain.bin_path("kind"))
+    names = subprocess.run([kind, "get", "clusters"], capture_output=True, text=True, timeout=60).stdout.split()
+    if NAME in names:
+        print(f"\n[cluster] deleting the kind cluster {NAME} left by an earlier test run", file=sys.stderr)
+        subprocess.run([kind, "delete", "cluster", "--name", NAME], capture_output=True, timeout=300, check=True)
+
+
 @pytest.fixture(scope="session")
 def demo_cluster():
     if not os.environ.get("TAU_DEMO_STATE"):
@@ -51,6 +62,8 @@ def demo_cluster():
     try:
         backend = backends.get(BACKEND)
         toolchain.ensure(backend.toolchain)
+        if BACKEND == "kind":
+            _delete_leftover_kind_cluster()
         st = backend.up(NAME, UpOptions())
     except (ToolchainError, ClusterError) as e:
         backends.get(BACKEND).down(NAME)
