@@ -133,11 +133,13 @@ class RealCA:
 
     # ------------------------------------------------------------------ before the start
     def check(self) -> None:
-        if not self.binary.is_file():
-            raise RealCAError(f"{self.binary} is missing: run `tau-demo toolchain ensure --with-real-ca`")
+        # the cluster first, like the other controllers: a cluster that is down is the problem to report
+        # even where the CA was never built
         if self.k.get_or_none(CONFIG_MAP, MARKER[1], MARKER[0]) is None:
             raise RealCAError(f"ConfigMap {MARKER[0]}/{MARKER[1]} is missing: not a cluster made by "
                               "`tau-demo cluster up`; the real CA would create nodes here")
+        if not self.binary.is_file():
+            raise RealCAError(f"{self.binary} is missing: run `tau-demo toolchain ensure --with-real-ca`")
         why = exclusion.fake_running(self.k)
         if why:
             raise RealCAError(why)
