@@ -155,6 +155,21 @@ def match(lines: list[str], patterns: list[str]) -> bool:
     return len(lines) == len(patterns) and all(re.fullmatch(p, line) for p, line in zip(patterns, lines))
 
 
+def past_cleanup_time(k: Kube, name: str) -> None:
+    due = dl.cleanup_after(k.get(JOB, name, NS))
+    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+
+
+def reconcile_parked(c: DeadlineController, key: str, point: str, thread: str = "worker"
+                     ) -> tuple[threading.Thread, list, dict]:
+    """c.reconcile(key) in a thread of its own, parked at the pause point `point` (armed before):
+    (the thread, its result once joined, what the pause point reported)."""
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name=thread)
+    worker.start()
+    return worker, out, hooks.wait_reached(c.hooks.dir, point, key, timeout=60)
+
+
 def committed_mirrored_armed(k: Kube, submit, make, ttl: float) -> tuple[DeadlineController, str, str, dict]:
     """A Job past its deadline, out of stock, that an in-process controller has committed, mirrored and armed."""
     name, job, _ = submit("1s")
@@ -229,10 +244,7 @@ def test_commit_then_mirror_then_arm_each_guarded_by_the_version_it_was_decided_
         touch(k, JOB, name, "1")
         hooks.arm(c.hooks.dir, "after-mirror", key)
         caplog.clear()
-        out: list = []
-        worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name="worker")
-        worker.start()
-        hooks.wait_reached(c.hooks.dir, "after-mirror", key, timeout=60)
+        worker, out, _ = reconcile_parked(c, key, "after-mirror")
         lines = said(caplog, key)
         assert match(lines, ["timeout already committed on the Workload", MIRRORING, re.escape(JOB_409), MIRRORING]), \
             lines
@@ -306,8 +318,7 @@ def test_cleanup_deletes_only_when_a_live_read_agrees(submit, k, controller, cap
     k.patch(WORKLOAD, wl["metadata"]["name"], {"metadata": {"annotations": {DECISION_ANNOTATION: None,
                                                                            DECISION_TIME_ANNOTATION: None}},
                                                "spec": {"active": True}}, NS)
-    due = dl.cleanup_after(k.get(JOB, name, NS))
-    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+    past_cleanup_time(k, name)
     assert dl.committed_timeout(c.cached(key)[1]), "the cache still says committed"
     with caplog.at_level(logging.INFO, logger="deadline"):
         assert c.reconcile(key) is None
@@ -321,14 +332,10 @@ def test_cleanup_deletes_only_when_a_live_read_agrees(submit, k, controller, cap
 
 def test_cleanup_deletes_with_the_resource_version_it_decided_on(submit, k, controller, caplog):
     c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
-    due = dl.cleanup_after(k.get(JOB, name, NS))
-    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+    past_cleanup_time(k, name)
     hooks.arm(c.hooks.dir, "before-delete", key)
     with caplog.at_level(logging.INFO, logger="deadline"):
-        out: list = []
-        worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name="worker")
-        worker.start()
-        info = hooks.wait_reached(c.hooks.dir, "before-delete", key, timeout=60)
+        worker, out, info = reconcile_parked(c, key, "before-delete")
         before = k.get(JOB, name, NS)
         assert info == {"uid": job["metadata"]["uid"], "resource_version": rv(before)}, "decided on a live read"
         touched = touch(k, JOB, name, "1")              # the Job changes after that read
@@ -343,14 +350,10 @@ def test_cleanup_deletes_with_the_resource_version_it_decided_on(submit, k, cont
 
 def test_cleanup_never_deletes_a_job_resubmitted_under_the_same_name(clean, submit, k, controller, caplog):
     c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
-    due = dl.cleanup_after(k.get(JOB, name, NS))
-    wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
+    past_cleanup_time(k, name)
     hooks.arm(c.hooks.dir, "before-delete", key)
     with caplog.at_level(logging.INFO, logger="deadline"):
-        out: list = []
-        worker = threading.Thread(target=lambda: out.append(c.reconcile(key)), name="worker")
-        worker.start()
-        info = hooks.wait_reached(c.hooks.dir, "before-delete", key, timeout=60)
+        worker, out, info = reconcile_parked(c, key, "before-delete")
         assert info["uid"] == job["metadata"]["uid"]
         # meanwhile the user deletes the Job and submits it again under the same name, with a longer deadline
         k.delete(JOB, name, NS)
@@ -381,10 +384,7 @@ def test_a_job_write_that_conflicts_reads_live_and_does_not_write_twice(submit, 
     second = controller()                                # its caches: the committed Workload, the Job unmarked
     hooks.arm(first.hooks.dir, "after-mirror", key)
     with caplog.at_level(logging.INFO, logger="deadline"):
-        out: list = []
-        worker = threading.Thread(target=lambda: out.append(first.reconcile(key)), name="first")
-        worker.start()
-        hooks.wait_reached(first.hooks.dir, "after-mirror", key, timeout=60)
+        worker, out, _ = reconcile_parked(first, key, "after-mirror", "first")
         assert 0 < second.reconcile(key) <= TTL
         hooks.release(first.hooks.dir, "after-mirror", key)
         worker.join(60)
