@@ -57,7 +57,7 @@ from demo.k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECIS
 from demo.k8s.objects import annotations, created_at, meta, parse_time  # noqa: E402
 from demo.k8s.resources import JOB, PROVREQ, WORKLOAD  # noqa: E402
 from scenarios.controllers import start_private, stop_started  # noqa: E402
-from scenarios.harness import Context  # noqa: E402
+from scenarios.harness import Context, ScenarioFailed, poll_until  # noqa: E402
 
 NS = DEMO_NAMESPACE
 CLS = "bench-latency"
@@ -166,13 +166,7 @@ def rv_of(obj: dict) -> int:
 
 
 def wait_until(pred, timeout: float, what: str, interval: float = 0.1):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(interval)
-    raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what}")
+    return poll_until(pred, timeout, what, interval)
 
 
 def delete_leftovers(k: Kube) -> None:
@@ -326,4 +320,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ScenarioFailed as e:          # a wait timed out: say what, without a traceback
+        sys.exit(str(e))
