@@ -31,7 +31,7 @@ from demo.cluster.procs import free_port
 from demo.k8s import heartbeat
 from demo.k8s.client import Kube
 from demo.k8s.errors import ApiError, NotFound, Unreachable
-from demo.k8s.keys import (CA_MAIN_LOOP_METRIC, MARKER, POOL_LABEL, REAL_CA_FIELD_MANAGER, REAL_CA_LEASE,
+from demo.k8s.keys import (CA_MAIN_LOOP_METRIC, CA_STATUS, MARKER, POOL_LABEL, REAL_CA_FIELD_MANAGER, REAL_CA_LEASE,
                            REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
 from demo.k8s.resources import CONFIG_MAP, NODE
 from fake_ca.pools import Pool, pools_to_configmap
@@ -217,6 +217,19 @@ class RealCA:
                 self.child.wait(5)
         return self.child.returncode
 
+    def remove_leftover_status(self) -> bool:
+        """The CA's status ConfigMap, if it is still there once the CA has exited: its clean-up deletes it,
+        but a loop that was running when the signal came may write it again after that (a test found one left
+        after a clean exit), and a stale one would keep `tau-demo fake-ca` refusing for a minute."""
+        try:
+            gone = self.k.delete(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
+        except (ApiError, Unreachable) as e:
+            log.warning("real-ca: cannot delete %s/%s: %s", CA_STATUS[0], CA_STATUS[1], e)
+            return False
+        if gone:
+            log.info("real-ca: deleted the status ConfigMap %s/%s the CA left behind", CA_STATUS[0], CA_STATUS[1])
+        return gone
+
     def remove_leftover_nodes(self, wait: float = 5.0) -> list[str]:
         """Pool nodes the CA did not delete on its way out (it was killed, or crashed): delete them."""
         deadline = time.monotonic() + wait
@@ -266,3 +279,4 @@ class RealCA:
             code = self.stop_child()
             log.info("real-ca: cluster-autoscaler exited (%s)", code)
             self.remove_leftover_nodes()
+            self.remove_leftover_status()
