@@ -2,8 +2,9 @@
 
 A controller started with --hook-dir DIR calls `reach(point, key)` at each step boundary.
 If the scenario armed that point for that object (DIR/<point>@<key>.arm exists), the
-controller records DIR/<point>@<key>.reached (JSON details), then blocks until the scenario
-creates DIR/<point>@<key>.release — or kills the controller there.  Without --hook-dir
+first thread to reach it (only that one: the fake autoscaler creates a gang's nodes on several
+threads) removes the arm, records DIR/<point>@<key>.reached (JSON details), then blocks until
+the scenario creates DIR/<point>@<key>.release — or kills the controller there.  Without --hook-dir
 every call returns at once.  Files work across processes, which a kill -9 test needs.
 """
 
@@ -29,11 +30,11 @@ class Hooks:
         if self.dir is None:
             return
         base = _base(self.dir, point, key)
-        arm = Path(base + ".arm")
-        if not arm.exists():
+        try:     # claimed by removing it: of threads reaching the point together, one pauses
+            Path(base + ".arm").unlink()
+        except FileNotFoundError:
             return
         Path(base + ".reached").write_text(json.dumps(info))
-        arm.unlink(missing_ok=True)
         log.info("hook %s for %s: paused until the scenario releases it", point, key)
         release = Path(base + ".release")
         deadline = time.monotonic() + self.max_pause
