@@ -3,10 +3,12 @@ nodes; from a client-side watch (millisecond timestamps): creation -> Provisione
 max) and nodes created per second; CPU seconds of the controller per request.  One request per
 loop, loops back to back: the speed must come from loops that read caches and write only what
 they must.  Needs a demo cluster (`tau-demo cluster up`); starts its own fake-ca with
-bench/pools-bench.yaml, so stop any other autoscaler first.  Leaves the cluster as it found it
+bench/pools-bench.yaml (or, with --autoscaler real, the real Cluster Autoscaler 1.36.1 through
+`tau-demo real-ca` with the same pools and scan interval), so stop any other autoscaler first.  Leaves the cluster as it found it
 (the demo pool table is published again at the end).
 
     .venv/bin/python bench/provreq_latency.py [--requests 100] [--scan-interval 100ms] [--runs 1]
+                                              [--autoscaler fake|real]
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.k8s import heartbeat  # noqa: E402
 from demo.k8s import resources as R  # noqa: E402
 from demo.k8s.client import Kube, informer  # noqa: E402
-from demo.k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE,  # noqa: E402
-                           PROVISIONED, REAL_CA_LEASE)
+from demo.k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_LABEL,  # noqa: E402
+                           POOL_TABLE, PROVISIONED, REAL_CA_LEASE)
 from demo.k8s.objects import is_true  # noqa: E402
 from demo.paths import POOLS_FILE  # noqa: E402
 from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
+from scenarios.harness import ScenarioFailed, poll_until  # noqa: E402
 
 NS = "bench"
-PREFIX = "aks-benchpool-vmss"
+POOL = "benchpool"
+POOLS = Path(__file__).with_name("pools-bench.yaml")
 
 
 def table_to_restore(before: dict | None) -> dict:
@@ -84,10 +88,11 @@ class Watch:
                 self.provisioned.setdefault(pr["metadata"]["name"], time.time())
 
     def _nodes(self):
-        for typ, n in informer(self.k, R.NODE, stop=self.stop, timeout_seconds=30):
+        for typ, n in informer(self.k, R.NODE, label_selector=f"{POOL_LABEL}={POOL}", stop=self.stop,
+                               timeout_seconds=30):
             if typ == "SYNCED":
                 self.synced[1].set()
-            elif typ == "ADDED" and n["metadata"]["name"].startswith(PREFIX):
+            elif typ == "ADDED":
                 self.nodes.setdefault(n["metadata"]["name"], time.time())
 
     def __enter__(self):
@@ -101,19 +106,75 @@ class Watch:
         self.stop.set()
 
 
-def one_run(k: Kube, kc: str, requests: int, scan: str) -> dict:
-    logpath = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-fake-ca.log"
+def autoscaler_argv(autoscaler: str, kc: str, scan: str, ca_flags: tuple[str, ...] = ()) -> list[str]:
+    """The command that starts the autoscaler under test (pure): the fake with the bench pools and
+    booking long enough to outlast the run, or the real one through `tau-demo real-ca` (with extra
+    flags of the CA's own after `--`)."""
+    if autoscaler == "real":
+        return ["real-ca", "--kubeconfig", kc, "--pools", str(POOLS), "--scan-interval", scan,
+                *(["--", *ca_flags] if ca_flags else [])]
+    return ["fake-ca", "--kubeconfig", kc, "--pools", str(POOLS), "--booking", "10m", "--scan-interval", scan]
+
+
+def real_ca_pid(log: str) -> int | None:
+    """The pid of the cluster-autoscaler process `tau-demo real-ca` started, from its log (pure)."""
+    for line in log.splitlines():
+        if "started cluster-autoscaler pid " in line:
+            return int(line.split("started cluster-autoscaler pid ", 1)[1].split()[0])
+    return None
+
+
+METRIC = "apiserver_request_duration_seconds"
+WATCHED = ("provisioningrequests", "nodes", "leases")
+
+
+def apiserver_times(text: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(verb, resource[/subresource]) -> (seconds, count) from the apiserver's /metrics text (pure):
+    the time the apiserver itself spent on requests for the resources a scale-up touches."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for line in text.splitlines():
+        if not line.startswith((METRIC + "_sum{", METRIC + "_count{")):
+            continue
+        name, _, rest = line.partition("{")
+        labels_text, _, value = rest.rpartition("} ")
+        labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        if labels.get("resource") not in WATCHED or labels.get("verb") in ("WATCH", "LIST"):
+            continue
+        key = (labels["verb"], labels["resource"] + ("/" + labels["subresource"] if labels.get("subresource") else ""))
+        secs, count = out.get(key, (0.0, 0.0))
+        if name.endswith("_sum"):
+            secs += float(value)
+        else:
+            count += float(value)
+        out[key] = (secs, count)
+    return out
+
+
+def apiserver_delta(before: dict, after: dict) -> list[tuple[str, str, int, float]]:
+    """(verb, resource, requests, mean ms) for what happened between two readings, busiest first (pure)."""
+    rows = []
+    for key, (secs, count) in after.items():
+        s0, c0 = before.get(key, (0.0, 0.0))
+        if count - c0 > 0:
+            rows.append((key[0], key[1], int(count - c0), (secs - s0) / (count - c0) * 1000))
+    return sorted(rows, key=lambda r: -r[2] * r[3])
+
+
+def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake",
+            ca_flags: tuple[str, ...] = ()) -> dict:
+    logpath = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{autoscaler}-ca.log"
     with open(logpath, "w") as log:
-        ca = subprocess.Popen([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kc, "--pools",
-                               str(Path(__file__).with_name("pools-bench.yaml")), "--booking", "10m",
-                               "--scan-interval", scan], stdout=log, stderr=subprocess.STDOUT,
-                              env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        ca = subprocess.Popen([sys.executable, "-m", "demo", *autoscaler_argv(autoscaler, kc, scan, ca_flags)],
+                              stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         while "caches synced; ready" not in logpath.read_text():
             if ca.poll() is not None:
-                sys.exit(f"fake-ca exited: {logpath.read_text()[-2000:]}")
+                sys.exit(f"{autoscaler} autoscaler exited: {logpath.read_text()[-2000:]}")
             time.sleep(0.1)
-        cpu0 = cpu_seconds(ca.pid)
+        pids = [ca.pid] + ([real_ca_pid(logpath.read_text())] if autoscaler == "real" else [])
+        cpu0 = sum(cpu_seconds(p) for p in pids)
+        metrics0 = apiserver_times(k.raw("/metrics"))
         made: dict[str, float] = {}
         with Watch(k) as w:
             t0 = time.time()
@@ -128,23 +189,23 @@ def one_run(k: Kube, kc: str, requests: int, scan: str) -> dict:
             deadline = time.time() + 300
             while len(w.provisioned) < requests and time.time() < deadline:
                 time.sleep(0.05)
-            cpu = cpu_seconds(ca.pid) - cpu0
+            cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+            apiserver = apiserver_delta(metrics0, apiserver_times(k.raw("/metrics")))
             lat = [w.provisioned[n] - made[n] for n in made if n in w.provisioned]
             times = sorted(w.nodes.values())
             span = (times[-1] - times[0]) if len(times) > 1 else float("nan")
         return {"requests": requests, "created_in": created_all, "provisioned": len(lat),
                 "p50": median(lat), "p95": p95(lat), "max": max(lat) if lat else float("nan"),
                 "nodes": len(times), "nodes_per_s": (len(times) - 1) / span if len(times) > 1 else float("nan"),
-                "cpu_per_request": cpu / requests}
+                "cpu_per_request": cpu / requests, "apiserver": apiserver}
     finally:
         ca.terminate()
-        ca.wait(15)
+        ca.wait(60)
         for pr in k.list(R.PROVREQ, NS)[0]:
             k.delete(R.PROVREQ, pr["metadata"]["name"], NS)
-        for n in k.list(R.NODE)[0]:
-            if n["metadata"]["name"].startswith(PREFIX):
-                k.delete(R.NODE, n["metadata"]["name"])
-        while any(n["metadata"]["name"].startswith(PREFIX) for n in k.list(R.NODE)[0]):
+        for n in k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
+            k.delete(R.NODE, n["metadata"]["name"])
+        while k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
             time.sleep(0.5)
 
 
@@ -154,7 +215,14 @@ def main() -> None:
     ap.add_argument("--scan-interval", action="append", default=None,
                     help="the fake's --scan-interval (repeatable) [default: 100ms and 1s]")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--autoscaler", choices=["fake", "real"], default="fake",
+                    help="the fake autoscaler, or the real Cluster Autoscaler 1.36.1 (`tau-demo real-ca`; "
+                         "needs `tau-demo toolchain ensure --with-real-ca`) [default: fake]")
+    ap.add_argument("--real-ca-flag", action="append", default=[], metavar="FLAG",
+                    help="an extra flag for the real CA (repeatable), e.g. --real-ca-flag=--kube-client-qps=1000")
     a = ap.parse_args()
+    if a.real_ca_flag and a.autoscaler != "real":
+        ap.error("--real-ca-flag needs --autoscaler real")
     kc = default_kubeconfig()
     k = Kube(kc)
     if heartbeat.alive(k, FAKE_CA_LEASE) or heartbeat.alive(k, REAL_CA_LEASE):
@@ -167,21 +235,35 @@ def main() -> None:
                                  {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "8"},
                                                                            "limits": {"nvidia.com/gpu": "8"}}}]}}},
             "bench")
+    last = None
     try:
+        print(f"{a.autoscaler} autoscaler{''.join(' ' + f for f in a.real_ca_flag)}")
         print("| --scan-interval | requests | p50 | p95 | max | nodes/s | CPU s per request |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for scan in a.scan_interval or ["100ms", "1s"]:
             for _ in range(a.runs):
-                r = one_run(k, kc, a.requests, scan)
+                r = last = one_run(k, kc, a.requests, scan, a.autoscaler, tuple(a.real_ca_flag))
                 print(f"| {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | {r['p95']:.2f} s | "
                       f"{r['max']:.2f} s | {r['nodes_per_s']:.0f} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
+        if last is not None:
+            print(f"\napiserver time during the last run (its {METRIC}, any client; writes and reads of "
+                  f"{', '.join(WATCHED)}):")
+            print("| verb | resource | requests | mean |")
+            print("| --- | --- | --- | --- |")
+            for verb, res, n, ms in last["apiserver"]:
+                print(f"| {verb} | {res} | {n} | {ms:.1f} ms |")
     finally:
         k.delete(R.POD_TEMPLATE, "bench-t", NS)
         k.delete(R.NAMESPACE, NS)
+        # gone before the script ends: a next run could not create in a namespace still terminating
+        poll_until(lambda: k.get_or_none(R.NAMESPACE, NS) is None, 120, f"namespace {NS} to be deleted")
         # leave the cluster as we found it: not the bench pool in the published table
         restore_pool_table(k, table_before)
         restore_status(k, status_before)
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ScenarioFailed as e:          # a wait timed out: say what, without a traceback
+        sys.exit(f"provreq_latency: {e}")
