@@ -244,7 +244,7 @@ def main() -> None:
             for _ in range(a.runs):
                 r = last = one_run(k, kc, a.requests, scan, a.autoscaler, tuple(a.real_ca_flag))
                 print(f"| {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | {r['p95']:.2f} s | "
-                      f"{r['max']:.2f} s | {r['nodes_per_s']:.0f} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
+                      f"{r['max']:.2f} s | {r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
         if last is not None:
             print(f"\napiserver time during the last run (its {METRIC}, any client; writes and reads of "
                   f"{', '.join(WATCHED)}):")
