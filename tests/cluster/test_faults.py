@@ -43,7 +43,9 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
     hooks.arm(HOOK_DIR, "node-created", key)
     info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
     assert info["of"] == 2
-    restart("kube-apiserver")                     # while the fake is parked between its node creates
+    # while one create thread is parked after its node; the other's create is done, in flight or not yet
+    # sent, and the scale-up must end with exactly the gang's nodes either way (rolled back and retried)
+    restart("kube-apiserver")
     hooks.release(HOOK_DIR, "node-created", key)
     wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
              what="Provisioned=True once the apiserver is back")
