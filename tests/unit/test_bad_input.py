@@ -11,12 +11,10 @@ the real cluster.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import socket
 import stat
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -462,23 +460,6 @@ def test_preflight_in_a_namespace_that_does_not_exist():
     assert r.code == 1
     assert r.lines == ["preflight: namespace 'nosuch' does not exist; the demo's profiles (LocalQueues) live in "
                        "'demo' (list them: kubectl get localqueues -A)"]
-
-
-def test_the_benchmark_puts_back_the_pool_table_it_found():
-    spec = importlib.util.spec_from_file_location("provreq_latency", REPO / "bench" / "provreq_latency.py")
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)          # main() only runs as a script
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    demo_table = pools_to_configmap(load_pools(POOLS_PATH))
-    assert bench.table_to_restore(None) == demo_table
-    found = copy.deepcopy(demo_table)
-    found["data"]["pools.yaml"] = found["data"]["pools.yaml"].replace("maxNodes: 2", "maxNodes: 3")
-    found["metadata"]["resourceVersion"] = "42"
-    restored = bench.table_to_restore(found)
-    assert restored["data"] == found["data"] and "resourceVersion" not in restored["metadata"]
 
 
 def test_the_fakes_own_status_writes_do_not_look_like_a_real_autoscaler():

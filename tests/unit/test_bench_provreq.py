@@ -1,9 +1,14 @@
-"""bench/provreq_latency.py's pure parts: which autoscaler it starts, and the apiserver's own time per
-request read from /metrics (the figures docs/benchmarks.md uses to say where a loop's time goes)."""
+"""bench/provreq_latency.py's pure parts: the pool table it puts back, which autoscaler it starts, and
+the apiserver's own time per request read from /metrics (the figures docs/benchmarks.md uses to say
+where a loop's time goes)."""
 
+import copy
 import importlib.util
 import sys
 from pathlib import Path
+
+from demo.paths import POOLS_FILE
+from fake_ca.pools import load_pools, pools_to_configmap
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,6 +25,18 @@ def load_bench():
 
 
 bench = load_bench()
+
+
+def test_the_benchmark_puts_back_the_pool_table_it_found():
+    """The issue: bench/provreq_latency.py left its 200-node benchpool table; preflight then planned
+    against it."""
+    demo_table = pools_to_configmap(load_pools(POOLS_FILE))
+    assert bench.table_to_restore(None) == demo_table
+    found = copy.deepcopy(demo_table)
+    found["data"]["pools.yaml"] = found["data"]["pools.yaml"].replace("maxNodes: 2", "maxNodes: 3")
+    found["metadata"]["resourceVersion"] = "42"
+    restored = bench.table_to_restore(found)
+    assert restored["data"] == found["data"] and "resourceVersion" not in restored["metadata"]
 
 METRICS = """\
 # HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in seconds
