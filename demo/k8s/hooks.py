@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import threading
 import time
 from pathlib import Path
 
@@ -34,7 +36,9 @@ class Hooks:
             Path(base + ".arm").unlink()
         except FileNotFoundError:
             return
-        Path(base + ".reached").write_text(json.dumps(info))
+        tmp = Path(f"{base}.reached.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, base + ".reached")      # whole or not at all: the scenario reads it at once
         log.info("hook %s for %s: paused until the scenario releases it", point, key)
         release = Path(base + ".release")
         deadline = time.monotonic() + self.max_pause
@@ -62,9 +66,9 @@ def wait_reached(directory: Path, point: str, key: str, timeout: float = 120.0) 
     while time.monotonic() < deadline:
         if p.exists():
             try:
-                return json.loads(p.read_text() or "{}")
+                return json.loads(p.read_text())
             except ValueError:
-                pass   # being written
+                pass   # not ours: reach() writes it whole
         time.sleep(0.02)
     raise TimeoutError(f"the controller did not reach {point} for {key} within {timeout:.0f}s")
 
