@@ -4,8 +4,8 @@ max) and nodes created per second; CPU seconds of the controller per request.  O
 loop, loops back to back: the speed must come from loops that read caches and write only what
 they must.  Needs a demo cluster (`tau-demo cluster up`); starts its own fake-ca with
 bench/pools-bench.yaml (or, with --autoscaler real, the real Cluster Autoscaler 1.36.1 through
-`tau-demo real-ca` with the same pools and scan interval), so stop any other autoscaler first.  Leaves the cluster as it found it
-(the demo pool table is published again at the end).
+`tau-demo real-ca` with the same pools and scan interval), so stop any other autoscaler first.
+Leaves the cluster as it found it (the demo pool table is published again at the end).
 
     .venv/bin/python bench/provreq_latency.py [--requests 100] [--scan-interval 100ms] [--runs 1]
                                               [--autoscaler fake|real]
@@ -36,8 +36,8 @@ from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
 from scenarios.harness import ScenarioFailed, poll_until  # noqa: E402
 
 NS = "bench"
-POOL = "benchpool"
 POOLS = Path(__file__).with_name("pools-bench.yaml")
+POOL = load_pools(POOLS)[0].name
 
 
 def table_to_restore(before: dict | None) -> dict:
@@ -243,8 +243,9 @@ def main() -> None:
         for scan in a.scan_interval or ["100ms", "1s"]:
             for _ in range(a.runs):
                 r = last = one_run(k, kc, a.requests, scan, a.autoscaler, tuple(a.real_ca_flag))
+                rate = f"{r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f}"
                 print(f"| {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | {r['p95']:.2f} s | "
-                      f"{r['max']:.2f} s | {r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
+                      f"{r['max']:.2f} s | {rate} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
         if last is not None:
             print(f"\napiserver time during the last run (its {METRIC}, any client; writes and reads of "
                   f"{', '.join(WATCHED)}):")
