@@ -7,14 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 backend=${TAU_DEMO_BACKEND:-auto}
-python=${PYTHON:-python3}
-command -v "$python" >/dev/null || { echo "setup.sh: $python not found; install Python >= 3.11" >&2; exit 1; }
-if [ ! -x .venv/bin/python ]; then
-  echo "[setup] creating .venv"
-  "$python" -m venv .venv
-fi
-echo "[setup] installing the project into .venv"
-.venv/bin/python -m pip install -q -e '.[test]'
+echo "[setup] .venv: the locked Python packages (requirements.lock) and the project"
+toolchain/venv.sh
 if [ "$backend" = auto ]; then
   if docker info >/dev/null 2>&1; then backend=kind; else backend=kwok; fi
   echo "[setup] backend: $backend (TAU_DEMO_BACKEND=auto)"

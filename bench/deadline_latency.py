@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import median, p95  # noqa: E402
+from common import cpu_seconds, median, p95  # noqa: E402
 
 from demo.cluster import procs  # noqa: E402
 from demo.cluster.state import default_kubeconfig  # noqa: E402
@@ -50,48 +50,43 @@ from demo.deadline import protocol as dl  # noqa: E402
 from demo.deadline.invariants import History, violations  # noqa: E402
 from demo.jobs.preflight import Gang  # noqa: E402
 from demo.jobs.render import job_template, render_job  # noqa: E402
-from demo.k8s.client import Kube, informer  # noqa: E402
-from demo.k8s.duration import parse_duration  # noqa: E402
-from demo.k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECISION_TIME_ANNOTATION,  # noqa: E402
-                           DEMO_NAMESPACE, PARAM_STOCKOUT, PROFILE)
-from demo.k8s.objects import annotations, created_at, meta, parse_time  # noqa: E402
-from demo.k8s.resources import JOB, PROVREQ, WORKLOAD  # noqa: E402
+from k8s import workload as workloads
+from k8s.client import Kube  # noqa: E402
+from k8s.duration import parse_duration  # noqa: E402
+from k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECISION_TIME_ANNOTATION,  # noqa: E402
+                           PARAM_STOCKOUT, PROFILE)
+from k8s.objects import annotations, created_at, meta, parse_time  # noqa: E402
+from k8s.resources import JOB, PROVREQ, WORKLOAD  # noqa: E402
+from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
 from scenarios.controllers import start_private, stop_started  # noqa: E402
-from scenarios.harness import Context, ScenarioFailed, poll_until  # noqa: E402
+from scenarios.harness import NS, Context, ScenarioFailed, poll_until  # noqa: E402
 
-NS = DEMO_NAMESPACE
 CLS = "bench-latency"
 BENCH_LABEL = "tau-demo.io/bench"
 BENCH_VALUE = "deadline-latency"
-TICK = os.sysconf("SC_CLK_TCK")
 
 
-class Watch:
+class DeadlineEvents:
     """Jobs (by the bench label) and Workloads of the namespace, every event stamped on arrival."""
 
     def __init__(self, k: Kube):
         self.k = k
-        self.stop = threading.Event()
+        self.watches: list[BackgroundWatch] = []
         self.lock = threading.Lock()
         self.jobs: dict[str, list[tuple[float, str, dict]]] = {}          # job name -> events
         self.wls: dict[str, list[tuple[float, str, dict]]] = {}           # owner job uid -> events
         self.committed: dict[str, float] = {}                              # owner job uid -> first seen committed
-        self.synced = [threading.Event(), threading.Event()]
 
     def start(self) -> None:
-        for i, (res, sel, sink) in enumerate(((JOB, f"{BENCH_LABEL}={BENCH_VALUE}", self._job),
-                                              (WORKLOAD, None, self._wl))):
-            threading.Thread(target=self._loop, args=(res, sel, sink, self.synced[i]), daemon=True).start()
-        for ev in self.synced:
-            ev.wait(30)
+        self.watches = [BackgroundWatch(self.k, JOB, lambda typ, obj: self._job(time.time(), typ, obj), namespace=NS,
+                                        label_selector=f"{BENCH_LABEL}={BENCH_VALUE}", timeout_seconds=30),
+                        BackgroundWatch(self.k, WORKLOAD, lambda typ, obj: self._wl(time.time(), typ, obj),
+                                        namespace=NS, timeout_seconds=30)]
+        start_synced(self.watches)
 
-    def _loop(self, res, sel, sink, synced):
-        for typ, obj in informer(self.k, res, NS, sel, stop=self.stop, timeout_seconds=30):
-            t = time.time()
-            if typ == "SYNCED":
-                synced.set()
-            elif typ != "SYNC":
-                sink(t, typ, obj)
+    def stop(self) -> None:
+        for w in self.watches:
+            w.stop()
 
     def _job(self, t, typ, obj):
         with self.lock:
@@ -102,7 +97,7 @@ class Watch:
             if ref.get("kind") == "Job" and ref.get("controller"):
                 with self.lock:
                     self.wls.setdefault(ref["uid"], []).append((t, typ, obj))
-                    if typ != "DELETED" and dl.committed_timeout(obj):
+                    if typ != Event.DELETED and workloads.committed_timeout(obj):
                         self.committed.setdefault(ref["uid"], t)
 
     def wl_events(self, uid: str) -> list[tuple[float, str, dict]]:
@@ -112,11 +107,6 @@ class Watch:
     def job_events(self, name: str) -> list[tuple[float, str, dict]]:
         with self.lock:
             return list(self.jobs.get(name, []))
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK          # utime, stime
 
 
 WRITES = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
@@ -187,7 +177,7 @@ def main() -> None:
     delete_leftovers(k)
     wait_until(lambda: not k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0], 120,
                "the Jobs of an earlier run to go")
-    watch = Watch(k)
+    watch = DeadlineEvents(k)
     watch.start()
     args = ["deadline", "--class", CLS, "--namespace", NS, "--cleanup-ttl", a.cleanup_ttl, *a.controller_arg]
     ctl = start_private(ctx, f"deadline-{CLS}", args, "deadline controller (bench)")
@@ -268,12 +258,12 @@ def main() -> None:
                         datetime.fromtimestamp(deleted, timezone.utc) if deleted else None)
             broken += violations(h, expect_deleted=True)
             t = next((parse_time(annotations(w).get(DECISION_TIME_ANNOTATION)) for w in wl_objs
-                      if dl.committed_timeout(w)), None)
+                      if workloads.committed_timeout(w)), None)
             if t:
                 stamped.append(t.timestamp() - deadlines[n])
                 if n in took:
                     acked.append(t.timestamp() + took[n] - deadlines[n])
-            if any(dl.admitted(w) for w in wl_objs):
+            if any(workloads.admission_won(w) for w in wl_objs):
                 broken.append(f"{n}: admitted (the bench expects no admission)")
         stamped.sort()
         acked.sort()
@@ -316,7 +306,7 @@ def main() -> None:
             wait_until(clean, 120, "the bench's Jobs, Workloads and ProvisioningRequests to be gone", interval=0.5)
             print("cleaned up: no Job, Workload or ProvisioningRequest of the bench is left")
         finally:
-            watch.stop.set()
+            watch.stop()
 
 
 if __name__ == "__main__":

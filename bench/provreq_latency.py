@@ -17,25 +17,25 @@ import argparse
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import median, p95  # noqa: E402
+from common import cpu_seconds, median, p95  # noqa: E402
 
 from demo.cluster.state import default_kubeconfig  # noqa: E402
-from demo.k8s import heartbeat  # noqa: E402
-from demo.k8s import resources as R  # noqa: E402
-from demo.k8s.client import Kube, informer  # noqa: E402
-from demo.k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_LABEL,  # noqa: E402
-                           POOL_TABLE, PROVISIONED, REAL_CA_LEASE)
-from demo.k8s.objects import is_true  # noqa: E402
-from demo.paths import POOLS_FILE  # noqa: E402
+from k8s import heartbeat  # noqa: E402
+from k8s import resources as R  # noqa: E402
+from k8s.client import Kube  # noqa: E402
+from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_LABEL,  # noqa: E402
+                           GPU, POOL_TABLE, PROVISIONED, REAL_CA_LEASE)
+from k8s.objects import is_true  # noqa: E402
+from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
+from k8s.paths import POOLS_FILE  # noqa: E402
 from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
 from scenarios.harness import ScenarioFailed, poll_until  # noqa: E402
 
-NS = "bench"
+BENCH_NAMESPACE = "bench"
 POOLS = Path(__file__).with_name("pools-bench.yaml")
 POOL = load_pools(POOLS)[0].name
 
@@ -61,49 +61,35 @@ def restore_status(k: Kube, before: dict | None) -> None:
     if before is None:
         k.delete(R.CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
         return
-    k.apply(R.CONFIG_MAP, {"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": CA_STATUS[1], "namespace": CA_STATUS[0]},
-                           "data": dict(before.get("data") or {})}, field_manager=FAKE_CA_FIELD_MANAGER)
+    k.apply(R.CONFIG_MAP, R.CONFIG_MAP.new(CA_STATUS[1], CA_STATUS[0], data=dict(before.get("data") or {})),
+            field_manager=FAKE_CA_FIELD_MANAGER)
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Watch:
+class Arrivals:
     """Client-side times (time.time(), ms resolution) of what the benchmark waits for."""
 
     def __init__(self, k: Kube):
-        self.k, self.stop = k, threading.Event()
         self.provisioned: dict[str, float] = {}
         self.nodes: dict[str, float] = {}
-        self.synced = [threading.Event(), threading.Event()]
+        self.watches = [BackgroundWatch(k, R.PROVREQ, self._provreq, namespace=BENCH_NAMESPACE, timeout_seconds=30),
+                        BackgroundWatch(k, R.NODE, self._node, label_selector=f"{POOL_LABEL}={POOL}",
+                                        timeout_seconds=30)]
 
-    def _provreqs(self):
-        for typ, pr in informer(self.k, R.PROVREQ, NS, stop=self.stop, timeout_seconds=30):
-            if typ == "SYNCED":
-                self.synced[0].set()
-            elif typ in ("ADDED", "MODIFIED") and is_true(pr, PROVISIONED):
-                self.provisioned.setdefault(pr["metadata"]["name"], time.time())
+    def _provreq(self, typ: Event, pr: dict) -> None:
+        if typ != Event.DELETED and is_true(pr, PROVISIONED):
+            self.provisioned.setdefault(pr["metadata"]["name"], time.time())
 
-    def _nodes(self):
-        for typ, n in informer(self.k, R.NODE, label_selector=f"{POOL_LABEL}={POOL}", stop=self.stop,
-                               timeout_seconds=30):
-            if typ == "SYNCED":
-                self.synced[1].set()
-            elif typ == "ADDED":
-                self.nodes.setdefault(n["metadata"]["name"], time.time())
+    def _node(self, typ: Event, n: dict) -> None:
+        if typ == Event.ADDED:
+            self.nodes.setdefault(n["metadata"]["name"], time.time())
 
     def __enter__(self):
-        for f in (self._provreqs, self._nodes):
-            threading.Thread(target=f, daemon=True).start()
-        for e in self.synced:
-            e.wait(30)
+        start_synced(self.watches)
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
+        for w in self.watches:
+            w.stop()
 
 
 def autoscaler_argv(autoscaler: str, kc: str, scan: str, ca_flags: tuple[str, ...] = ()) -> list[str]:
@@ -165,7 +151,7 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
             ca_flags: tuple[str, ...] = ()) -> dict:
     logpath = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{autoscaler}-ca.log"
     with open(logpath, "w") as log:
-        ca = subprocess.Popen([sys.executable, "-m", "demo", *autoscaler_argv(autoscaler, kc, scan, ca_flags)],
+        ca = subprocess.Popen([sys.executable, "-m", "cli", *autoscaler_argv(autoscaler, kc, scan, ca_flags)],
                               stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         while "caches synced; ready" not in logpath.read_text():
@@ -176,14 +162,13 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
         cpu0 = sum(cpu_seconds(p) for p in pids)
         metrics0 = apiserver_times(k.raw("/metrics"))
         made: dict[str, float] = {}
-        with Watch(k) as w:
+        with Arrivals(k) as w:
             t0 = time.time()
             for i in range(requests):
                 name = f"bench-{i:03d}"
-                k.create(R.PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-                                     "metadata": {"name": name, "namespace": NS},
-                                     "spec": {"provisioningClassName": BEST_EFFORT_ATOMIC,
-                                              "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}}, NS)
+                k.create(R.PROVREQ, R.PROVREQ.new(name, BENCH_NAMESPACE, spec={
+                    "provisioningClassName": BEST_EFFORT_ATOMIC,
+                    "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}), BENCH_NAMESPACE)
                 made[name] = time.time()
             created_all = time.time() - t0
             deadline = time.time() + 300
@@ -201,8 +186,8 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
     finally:
         ca.terminate()
         ca.wait(60)
-        for pr in k.list(R.PROVREQ, NS)[0]:
-            k.delete(R.PROVREQ, pr["metadata"]["name"], NS)
+        for pr in k.list(R.PROVREQ, BENCH_NAMESPACE)[0]:
+            k.delete(R.PROVREQ, pr["metadata"]["name"], BENCH_NAMESPACE)
         for n in k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
             k.delete(R.NODE, n["metadata"]["name"])
         while k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
@@ -229,12 +214,11 @@ def main() -> None:
         sys.exit("an autoscaler is running on this cluster; stop it first")
     table_before = k.get_or_none(R.CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
     status_before = k.get_or_none(R.CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
-    k.apply(R.NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, "bench")
-    k.apply(R.POD_TEMPLATE, {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "bench-t", "namespace": NS},
-                             "template": {"spec": {"nodeSelector": {"agentpool": "benchpool"}, "containers": [
-                                 {"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "8"},
-                                                                           "limits": {"nvidia.com/gpu": "8"}}}]}}},
-            "bench")
+    k.apply(R.NAMESPACE, R.NAMESPACE.new(BENCH_NAMESPACE), "bench")
+    k.apply(R.POD_TEMPLATE, R.POD_TEMPLATE.new("bench-t", BENCH_NAMESPACE, template={"spec": {
+        "nodeSelector": {"agentpool": "benchpool"},
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}}}]}}),
+        "bench")
     last = None
     try:
         print(f"{a.autoscaler} autoscaler{''.join(' ' + f for f in a.real_ca_flag)}")
@@ -254,10 +238,10 @@ def main() -> None:
             for verb, res, n, ms in last["apiserver"]:
                 print(f"| {verb} | {res} | {n} | {ms:.1f} ms |")
     finally:
-        k.delete(R.POD_TEMPLATE, "bench-t", NS)
-        k.delete(R.NAMESPACE, NS)
+        k.delete(R.POD_TEMPLATE, "bench-t", BENCH_NAMESPACE)
+        k.delete(R.NAMESPACE, BENCH_NAMESPACE)
         # gone before the script ends: a next run could not create in a namespace still terminating
-        poll_until(lambda: k.get_or_none(R.NAMESPACE, NS) is None, 120, f"namespace {NS} to be deleted")
+        poll_until(lambda: k.get_or_none(R.NAMESPACE, BENCH_NAMESPACE) is None, 120, f"namespace {BENCH_NAMESPACE} to be deleted")
         # leave the cluster as we found it: not the bench pool in the published table
         restore_pool_table(k, table_before)
         restore_status(k, status_before)

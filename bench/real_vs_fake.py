@@ -26,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import median  # noqa: E402
 
 from demo.cluster.state import default_kubeconfig  # noqa: E402
-from demo.k8s.client import Kube, informer  # noqa: E402
-from demo.k8s.keys import DEMO_NAMESPACE, FAKE_CA_LEASE, JOB_NAME_LABEL, REAL_CA_LEASE  # noqa: E402
-from demo.k8s.objects import name as name_of  # noqa: E402
-from demo.k8s.resources import POD  # noqa: E402
+from k8s.client import Kube  # noqa: E402
+from k8s.keys import DEMO_NAMESPACE, FAKE_CA_LEASE, JOB_NAME_LABEL, REAL_CA_LEASE  # noqa: E402
+from k8s.objects import name as name_of  # noqa: E402
+from k8s.resources import POD  # noqa: E402
+from k8s.watch import Watch  # noqa: E402
 from scenarios.conformance import reset, running_autoscaler  # noqa: E402
 from scenarios.controllers import start_private, stop_started  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
@@ -37,29 +38,19 @@ from scenarios.harness import Context  # noqa: E402
 
 def time_to_running(ctx: Context, name: str, pods: int = 2, timeout: float = 180) -> float:
     """Seconds from just before the Job is created to the watch event that shows the last of its pods Running."""
-    k = ctx.k
-    stop = threading.Event()
     running: dict[str, float] = {}
-    synced = threading.Event()
     done = threading.Event()
 
-    def watch():
-        for typ, pod in informer(k, POD, DEMO_NAMESPACE, f"{JOB_NAME_LABEL}={name}", stop=stop, timeout_seconds=5):
-            if typ == "SYNCED":
-                synced.set()
-                continue
-            if (pod.get("status") or {}).get("phase") == "Running":
-                running.setdefault(name_of(pod), time.time())
-                if len(running) >= pods:
-                    done.set()
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    synced.wait(30)
-    t0 = time.time()
-    ctx.submit(name, "2x8", duration="120s")
-    ok = done.wait(timeout)
-    stop.set()
-    t.join(8)
+    def seen(typ, pod) -> None:
+        if (pod.get("status") or {}).get("phase") == "Running":
+            running.setdefault(name_of(pod), time.time())
+            if len(running) >= pods:
+                done.set()
+    with Watch(ctx.k, POD, seen, namespace=DEMO_NAMESPACE, label_selector=f"{JOB_NAME_LABEL}={name}",
+               timeout_seconds=5):
+        t0 = time.time()
+        ctx.submit(name, "2x8", duration="120s")
+        ok = done.wait(timeout)
     if not ok:
         raise RuntimeError(f"{name}: both pods not Running within {timeout:.0f}s")
     return max(running.values()) - t0

@@ -10,6 +10,7 @@ fake-ca (`tau-demo fake-ca`).  `--boot-seconds S` overrides the pool's boot time
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,49 +20,56 @@ from common import median  # noqa: E402
 
 from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.jobs import observe  # noqa: E402
-from demo.k8s import heartbeat  # noqa: E402
-from demo.k8s.client import Kube  # noqa: E402
-from demo.k8s.keys import ADMITTED, MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED, QUOTA_RESERVED  # noqa: E402
-from demo.k8s.objects import condition, is_true  # noqa: E402
+from k8s import heartbeat  # noqa: E402
+from k8s import workload as workloads  # noqa: E402
+from k8s.client import Kube  # noqa: E402
+from k8s.keys import MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED  # noqa: E402
+from k8s.objects import condition, is_true  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--runs", type=int, default=5)
-ap.add_argument("--boot-seconds", help="override the pool's bootSeconds (default: the pool's own)")
-a = ap.parse_args()
-kc = default_kubeconfig()
-k = Kube(kc)
-if not heartbeat.alive(k, "fake-ca"):
-    sys.exit("start `tau-demo fake-ca` first")
-ctx = Context(k, kc, out=open("/dev/null", "w"))
-PHASES = ("quota reserved", "provisioned", "admitted", "unsuspended", "both nodes Ready", "both pods Running")
-provreq = {PARAM_BOOT_SECONDS: a.boot_seconds} if a.boot_seconds is not None else None
-rows = []
-for i in range(a.runs):
-    ctx.wait_pool_empty(120)
-    name = ctx.new_name("job-bench")
-    t0 = time.monotonic()
-    ctx.submit(name, "2x8", duration="30s", provreq=provreq)
-    marks: dict[str, float] = {}
-    while "both pods Running" not in marks:
-        s = observe.snapshot(k, "demo", name)
-        now = time.monotonic() - t0
-        wl = s.workload
-        if wl and is_true(wl, QUOTA_RESERVED):
-            marks.setdefault("quota reserved", now)
-        if any(is_true(p, PROVISIONED) for p in s.provreqs):
-            marks.setdefault("provisioned", now)
-        if wl and is_true(wl, ADMITTED):
-            marks.setdefault("admitted", now)
-        if s.job and s.job["spec"].get("suspend") is False:
-            marks.setdefault("unsuspended", now)
-        made = [n for n in s.nodes if MANAGED_LABEL in n["metadata"].get("labels", {})]
-        if len(made) >= 2 and all((condition(n, "Ready") or {}).get("status") == "True" for n in made):
-            marks.setdefault("both nodes Ready", now)
-        if sum(1 for p in s.pods if p["status"].get("phase") == "Running") == 2:
-            marks.setdefault("both pods Running", now)
-        time.sleep(0.05)
-    rows.append(marks)
-    print(f"run {i + 1}: " + ", ".join(f"{p} {marks.get(p, float('nan')):.2f}s" for p in PHASES), flush=True)
-    ctx.delete_job(name)
-print("median since submit: " + ", ".join(f"{p} {median([r[p] for r in rows if p in r]):.2f}s" for p in PHASES))
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--boot-seconds", help="override the pool's bootSeconds (default: the pool's own)")
+    a = ap.parse_args()
+    kc = default_kubeconfig()
+    k = Kube(kc)
+    if not heartbeat.alive(k, "fake-ca"):
+        sys.exit("start `tau-demo fake-ca` first")
+    ctx = Context(k, kc, out=open("/dev/null", "w"))
+    MARKS = ("quota reserved", "provisioned", "admitted", "unsuspended", "both nodes Ready", "both pods Running")
+    provreq = {PARAM_BOOT_SECONDS: a.boot_seconds} if a.boot_seconds is not None else None
+    rows = []
+    for i in range(a.runs):
+        ctx.wait_pool_empty(120)
+        name = ctx.new_name("job-bench")
+        load = os.getloadavg()[0]                       # the machine is shared: say how busy it was
+        t0 = time.monotonic()
+        ctx.submit(name, "2x8", duration="30s", provreq=provreq)
+        marks: dict[str, float] = {}
+        while "both pods Running" not in marks:
+            s = observe.snapshot(k, "demo", name)
+            now = time.monotonic() - t0
+            wl = s.workload
+            if wl and workloads.quota_reserved(wl):
+                marks.setdefault("quota reserved", now)
+            if any(is_true(p, PROVISIONED) for p in s.provreqs):
+                marks.setdefault("provisioned", now)
+            if wl and workloads.admitted(wl):
+                marks.setdefault("admitted", now)
+            if s.job and s.job["spec"].get("suspend") is False:
+                marks.setdefault("unsuspended", now)
+            made = [n for n in s.nodes if MANAGED_LABEL in n["metadata"].get("labels", {})]
+            if len(made) >= 2 and all((condition(n, "Ready") or {}).get("status") == "True" for n in made):
+                marks.setdefault("both nodes Ready", now)
+            if sum(1 for p in s.pods if p["status"].get("phase") == "Running") == 2:
+                marks.setdefault("both pods Running", now)
+            time.sleep(0.05)
+        rows.append(marks)
+        print(f"run {i + 1} (load {load:.1f} at the start): " + ", ".join(f"{p} {marks.get(p, float('nan')):.2f}s" for p in MARKS), flush=True)
+        ctx.delete_job(name)
+    print("median since submit: " + ", ".join(f"{p} {median([r[p] for r in rows if p in r]):.2f}s" for p in MARKS))
+
+
+if __name__ == "__main__":
+    main()

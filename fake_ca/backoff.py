@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from demo.k8s.keys import FAILED, PROVISIONED
-from demo.k8s.objects import condition, is_true, transition_time
+from k8s.keys import FAILED, PROVISIONED
+from k8s.objects import condition, is_true, transition_time
 
 
 @dataclass(frozen=True)

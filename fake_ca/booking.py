@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Callable
 
-from demo.k8s.keys import (BOOKING_EXPIRED, CAPACITY_REVOKED, CONSUME_PROVREQ_ANNOTATION,
+from k8s.keys import (BOOKING_EXPIRED, CAPACITY_REVOKED, CONSUME_PROVREQ_ANNOTATION,
                            CONSUME_PROVREQ_ANNOTATION_OLD, FAILED, PROVISIONED)
-from demo.k8s.objects import annotations, deleting, is_true, meta, spec
+from k8s.objects import annotations, deleting, is_true, meta, spec
 
-from .request import SUPPORTED_CLASSES, PodSet, Request, RequestError, request_from_objects
+from .request import PodSet, Request, RequestError, request_from_objects, supported
 
 
 def books(provreq: dict) -> bool:
     """conditions.ShouldCapacityBeBooked (CapacityRevoked, which only this fake writes, ends it too)."""
-    return (spec(provreq).get("provisioningClassName") in SUPPORTED_CLASSES
+    return (supported(provreq)
             and is_true(provreq, PROVISIONED) and not is_true(provreq, FAILED)
             and not is_true(provreq, BOOKING_EXPIRED) and not is_true(provreq, CAPACITY_REVOKED))
 

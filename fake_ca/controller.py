@@ -4,8 +4,9 @@ scaledown, pure) -> apply.  This module only reads, calls the pure step and appl
 Like the real autoscaler's RunOnce: one ProvisioningRequest per loop; the next loop runs at once
 after a loop that processed one (or scaled down), otherwise after --scan-interval, or when an
 unschedulable pod appears; a new request does not wake an idle loop.  It writes
-ProvisioningRequest status (Accepted and the other conditions by update, best-effort-atomic's
-Provisioned by server-side apply with field manager cluster-autoscaler) and Node objects.
+ProvisioningRequest status as field manager cluster-autoscaler, like the real one (Accepted and the other
+conditions by update, best-effort-atomic's Provisioned by server-side apply) and Node objects, and deletes
+the requests past their terminal TTL (DeleteOldProvReqs).
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 
-from demo.k8s import heartbeat
-from demo.k8s.client import Kube
-from demo.k8s.errors import ApiError, Conflict, NotFound, Unreachable
-from demo.k8s.hooks import Hooks
-from demo.k8s.keys import (BATCH_ANNOTATION, CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER,
-                           POOL_LABEL, POD_SCHEDULED, UNNEEDED_ANNOTATION)
-from demo.k8s.objects import condition, created_at, deleting, format_time, labels, meta, name_of, spec
-from demo.k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
-from demo.k8s.runtime import Store, start_store
+from k8s import heartbeat
+from k8s import node as nodes_
+from k8s.client import Kube
+from k8s.errors import ApiError, Conflict, NotFound, Unreachable
+from k8s.hooks import Hooks
+from k8s.keys import (CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER, POD_SCHEDULED,
+                           TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
+from k8s.objects import condition, created_at, deleting, format_time, meta, name_of, spec, utcnow
+from k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
+from k8s.runtime import Store
+from k8s.watch import Event, wait_for_caches
 
 from . import booking, lifecycle, planner, scaledown, status
 from . import conditions as C
@@ -43,15 +45,10 @@ class NotADemoCluster(RuntimeError):
     pass
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 class FakeCA:
-    def __init__(self, k: Kube, pools: list[Pool], opts: lifecycle.Options, scale_down_unneeded: float = 10.0,
+    def __init__(self, k: Kube, pools: list[Pool], opts: lifecycle.Options,
                  clock=utcnow, rng: random.Random | None = None, hooks: Hooks | None = None):
         self.k, self.pools, self.opts = k, pools, opts
-        self.unneeded = scale_down_unneeded
         self.now = clock
         self.rng = rng or random.Random()
         self.hooks = hooks or Hooks(None)
@@ -83,7 +80,7 @@ class FakeCA:
     # ------------------------------------------------------------------ observe
     def _on_pod(self, typ: str, pod: dict) -> None:
         """loop/trigger.go: a recently created unschedulable pod wakes the loop."""
-        if typ == "DELETED" or spec(pod).get("nodeName") or deleting(pod):
+        if typ == Event.DELETED or spec(pod).get("nodeName") or deleting(pod):
             return
         c = condition(pod, POD_SCHEDULED)
         created = created_at(pod)
@@ -123,6 +120,8 @@ class FakeCA:
             self._say_once(note.split(":", 1)[0], note)
         for w in plan.refresh + plan.failed:
             self._write(w)
+        for d in plan.deletes:
+            self._delete_request(d)
         for t in plan.timed_out:
             log.warning("scale-up timed out: %s (%s)", t.why, ", ".join(t.nodes))
             for n in t.nodes:
@@ -137,7 +136,7 @@ class FakeCA:
         """kube-system/cluster-autoscaler-status, written when something in it changed: at once when a
         node group's scale-up status did (backoff), else at most once a second (node counts)."""
         now = self.now()
-        doc = status.status(self.pools, self.nodes.items(), self.memory.groups, now)
+        doc = status.status_document(self.pools, self.nodes.items(), self.memory.groups, now)
         if doc == self._status:
             return
         urgent = self._status is None or status.scale_up_states(doc) != status.scale_up_states(self._status)
@@ -166,7 +165,7 @@ class FakeCA:
         created, error = self._create_nodes(pick.key, pick.uid, up)
         self.hooks.reach("nodes-created", pick.key, nodes=created)
         if error:
-            failure = (up.pool, C.ERR_CLOUD_PROVIDER, C.MSG_INCREASE_FAILED.format(error=error))
+            failure = (up.pool.name, C.ERR_CLOUD_PROVIDER, C.MSG_INCREASE_FAILED.format(error=error))
             self.memory = lifecycle.register_failures(self.memory, [failure], self.now(), self.opts)
             self._write(up.refused, base)
             return
@@ -188,14 +187,12 @@ class FakeCA:
                 st: dict = {"conditions": [w.condition]}
                 if w.details:
                     st["provisioningClassDetails"] = w.details
-                body = {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-                        "metadata": {"name": md["name"], "namespace": md["namespace"], "uid": md["uid"]},
-                        "status": st}
+                body = PROVREQ.new(md["name"], md["namespace"], uid=md["uid"], status=st)
                 out = self.k.apply(PROVREQ, body, CA_FIELD_MANAGER, subresource="status")
             else:
                 body = {**pr, "metadata": {k: v for k, v in md.items() if k != "managedFields"},
                         "status": {**(pr.get("status") or {}), "conditions": w.conditions}}
-                out = self.k.replace_status(PROVREQ, body)
+                out = self.k.replace_status(PROVREQ, body, field_manager=CA_FIELD_MANAGER)
         except (NotFound, Conflict) as e:
             log.info("provreq %s: not written (%s): gone or changed since it was read; the next loop reads it again",
                      key, type(e).__name__)
@@ -205,6 +202,19 @@ class FakeCA:
         log.info("%s [%s=%s/%s, rv %s]", w.why, c["type"], c["status"], c["reason"],
                  out["metadata"].get("resourceVersion"))
         return out
+
+    def _delete_request(self, d: lifecycle.Delete) -> None:
+        md = d.provreq["metadata"]
+        try:       # only the incarnation that was judged (its uid): one made again under the name stays
+            self.k.delete(PROVREQ, md["name"], md.get("namespace"), uid=md.get("uid"))
+        except Conflict:
+            log.info("provreq %s: not deleted: made again since it was read", name_of(d.provreq))
+            return
+        except (ApiError, Unreachable) as e:
+            log.warning("deleting provreq %s failed (%s); the next loop tries again", name_of(d.provreq), e)
+            return
+        self.provreqs.discard(name_of(d.provreq))
+        log.info("%s", d.why)
 
     def _say_once(self, key: str, text: str) -> None:
         if self._said.get(key) != text:
@@ -225,15 +235,13 @@ class FakeCA:
         """Create every node of the scale-up, concurrently, or none: if a create fails, the nodes made
         are deleted again (the kwok provider would leave them; this fake is truly atomic).  (the nodes
         made, '') or ([], what failed)."""
-        pool = next(p for p in self.pools if p.name == up.pool)
-        names = self._new_names(pool, up.count)
+        names = self._new_names(up.pool, up.count)
         created: list[str] = []
         errors: list[str] = []
         lock = threading.Lock()
 
         def make(name: str, domain: str | None) -> None:
-            node = node_manifest(pool, name, domain, uid, key, up.boots_at)
-            node["metadata"]["annotations"][BATCH_ANNOTATION] = str(up.count)
+            node = node_manifest(up.pool, name, domain, uid, key, up.boots_at, batch=up.count)
             try:
                 out = self.k.create(NODE, node)
             except (ApiError, Unreachable) as e:
@@ -277,23 +285,40 @@ class FakeCA:
                                         vm.snapshot_nodes(c.nodes), c.pods)
         now = self.now()
         nodes, pods = c.nodes, c.pods
-        plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.unneeded, booked)
+        plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.opts.scale_down_unneeded, booked,
+                                    self.opts.node_delete_delay_after_taint)
         for n in plan.mark:
             self._patch_node(n, {UNNEEDED_ANNOTATION: format_time(now)})
         for n in plan.clear:
             self._patch_node(n, {UNNEEDED_ANNOTATION: None})
+        for n in plan.taint:
+            log.info("scale-down: tainting %s %s; deleting it in %.0fs", n, TO_BE_DELETED_TAINT,
+                     self.opts.node_delete_delay_after_taint)
+            self._taint_node(n, {"key": TO_BE_DELETED_TAINT, "value": scaledown.taint_value(now),
+                                 "effect": "NoSchedule"})
+        for n in plan.untaint:
+            log.info("scale-down: %s is needed again; removing %s", n, TO_BE_DELETED_TAINT)
+            self._taint_node(n, None)
         for n in plan.delete:
             log.info("scale-down: deleting %s: %s", n, plan.why.get(n, ""))
             self._delete_node(n)
         if plan.delete:
-            left: dict[str, int] = {}
-            for n in nodes:
-                p = labels(n).get(POOL_LABEL)
-                if p and n["metadata"]["name"] not in plan.delete and not deleting(n):
-                    left[p] = left.get(p, 0) + 1
+            left = [n for n in nodes if meta(n).get("name") not in plan.delete]
             for p in self.pools:
-                log.info("scale-down: node pool %s: %d/%d nodes", p.name, left.get(p.name, 0), p.max_nodes)
+                log.info("scale-down: node pool %s: %d/%d nodes", p.name, len(nodes_.of_pool(left, p.name)), p.max_nodes)
         return bool(plan.delete)
+
+    def _taint_node(self, name: str, taint: dict | None) -> None:
+        """Add `taint` (None: remove) the ToBeDeleted taint, keeping the node's other taints."""
+        node = next((n for n in self.nodes.items() if meta(n).get("name") == name), None)
+        if node is None:
+            return
+        kept = [t for t in spec(node).get("taints") or [] if t.get("key") != TO_BE_DELETED_TAINT]
+        try:
+            self.nodes.put(self.k.patch(NODE, name, {"spec": {"taints": kept + ([taint] if taint else [])}},
+                                        resource_version=meta(node).get("resourceVersion")))
+        except (ApiError, Unreachable) as e:
+            log.warning("tainting node %s failed (%s); the next loop tries again", name, e)
 
     def _patch_node(self, name: str, ann: dict) -> None:
         try:
@@ -303,21 +328,22 @@ class FakeCA:
 
     # ------------------------------------------------------------------ run
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
+        self.hooks.reach("before-caches", "fake-ca")
+        watches = [store.watch(self.k, res).start() for res, store in
+                   ((PROVREQ, self.provreqs), (POD_TEMPLATE, self.templates), (NODE, self.nodes), (POD, self.pods))]
+        if not wait_for_caches(watches, stop, log, "fake-ca"):
+            return
         self.publish_pools()
-        hb = heartbeat.start(self.k, FAKE_CA_LEASE, stop)
-        stores = ((PROVREQ, self.provreqs), (POD_TEMPLATE, self.templates), (NODE, self.nodes), (POD, self.pods))
-        for res, store in stores:
-            start_store(self.k, res, stop, store)
-        for _, store in stores:
-            store.synced.wait(30)
         o = self.opts
         log.info("fake-ca: one ProvisioningRequest per loop, loops %.1fs apart when idle (--scan-interval); "
                  "request backoff %.0f..%.0fs, node-group backoff %.0f..%.0fs, max node provision time %.0fs, "
-                 "booking %.0fs, scale-down after %.0fs unneeded; ValidUntilSeconds %s",
-                 o.scan_interval, o.initial_backoff, o.max_backoff, o.initial_group_backoff, o.max_group_backoff,
-                 o.max_node_provision_seconds, o.booking_seconds, self.unneeded,
+                 "booking %.0fs, scale-down after %.0fs unneeded, requests deleted %.0fs after Provisioned/Failed; "
+                 "ValidUntilSeconds %s",
+                 o.scan_interval, o.initial_backoff, o.max_backoff, o.initial_node_group_backoff, o.max_node_group_backoff,
+                 o.max_node_provision_time, o.booking, o.scale_down_unneeded, o.terminal_ttl,
                  "HONOURED (differs from the real CA)" if o.honor_valid_until else "ignored (like the real CA)")
         log.info("fake-ca: caches synced; ready")
+        hb = heartbeat.start(self.k, FAKE_CA_LEASE, stop)       # alive = synced and deciding
         if ready:
             ready.set()
         while not stop.is_set():

@@ -17,7 +17,7 @@ import yaml
 
 from .planner import plan
 from .pools import Pool
-from .request import SUPPORTED_CLASSES, RequestError, request_from_objects
+from .request import SUPPORTED_CLASSES, RequestError, request_from_objects, supported
 
 
 class InputError(Exception):
@@ -100,6 +100,9 @@ def explain(text: str, source: str, pools: list[Pool]) -> tuple[int, str]:
     # The real CA only ever looks at requests of its classes; anything else stays untouched.
     if class_name not in SUPPORTED_CLASSES:
         return 2, f"provreq {key}: class {class_name} is not handled by the autoscaler; it would be left untouched"
+    if not supported(provreq):
+        return 2, (f"provreq {key}: parameters.processorInstance names another autoscaler instance; it would be left "
+                   "untouched")
     try:
         request = request_from_objects(provreq, templates)
     except RequestError as e:

@@ -2,7 +2,9 @@
 Autoscaler 1.36.1 does with ProvisioningRequests (core/static_autoscaler.go), at demo timescales.
 
     1. refresh (processors/provreq/processor.go): end bookings (BookingExpired), fail requests
-       never provisioned for too long (Failed/Expired), at most 20 updates a loop;
+       never provisioned for too long (Failed/Expired), at most 20 updates a loop; then delete the
+       requests whose Provisioned or Failed condition last changed longer ago than the terminal TTL
+       (DeleteOldProvReqs: 7 days in the real one);
     2. cluster state (clusterstate): nodes that did not boot within --max-node-provision-time
        are removed and their group backs off;
     3. the injector (processors/provreq/injector.go) picks ONE request: of a supported class,
@@ -25,36 +27,76 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable
+from typing import Any, Callable
 
-from demo.k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CAPACITY_REVOKED,
-                           CHECK_CAPACITY, DOMAIN_DETAIL, FAILED, PROVISIONED, PROVREQ_UID_ANNOTATION)
-from demo.k8s.objects import (annotations, created_at, deleting, is_true, meta, name_of, spec, status, transition_time,
-                              uid as uid_of)
+from k8s import provreq as provreqs_
+from k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CAPACITY_REVOKED,
+                           CHECK_CAPACITY, DOMAIN_DETAIL, FAILED, PARAM_PROCESSOR_INSTANCE, PROVISIONED,
+                           PROVREQ_UID_ANNOTATION)
+from k8s.objects import (annotations, condition, created_at, deleting, is_true, meta, name_of, spec, status,
+                              transition_time, uid as uid_of)
 
 from . import backoff, booking, nodes as vm
 from . import conditions as C
 from . import params as P
 from .planner import Verdict, plan
 from .pools import Pool
-from .request import SUPPORTED_CLASSES, Request, RequestError, request_from_objects
+from .request import Request, RequestError, request_from_objects, supported
+
+
+def setting(default, help: str, real: str = "", metavar: str = "DURATION", never: str = "", off: str = "") -> Any:
+    """A setting of the fake autoscaler, declared once: its default, what it does and the real autoscaler's
+    value.  `tau-demo fake-ca` makes one flag of each (--<name>: a duration, `never` the word that means
+    forever; a bool is --<name>/--<off>), so flag, option and field share one name and one default."""
+    return field(default=default, metadata={"help": help, "real": real, "metavar": metavar, "never": never,
+                                            "off": off})
 
 
 @dataclass(frozen=True)
 class Options:
-    scan_interval: float = 1.0                  # real: 10s (--scan-interval)
-    booking_seconds: float = 60.0               # real: 10m, hardcoded
-    initial_backoff: float = 5.0                # real: 1m  (--provisioning-request-initial-backoff-time)
-    max_backoff: float = 20.0                   # real: 10m (--provisioning-request-max-backoff-time)
-    expiry_seconds: float = 7 * 24 * 3600       # real: 7 days, then Failed/Expired
-    max_node_provision_seconds: float = 20.0    # real: 15m (--max-node-provision-time)
-    initial_group_backoff: float = 60.0         # real: 5m  (--initial-node-group-backoff-duration)
-    max_group_backoff: float = 300.0            # real: 30m (--max-node-group-backoff-duration)
-    honor_valid_until: bool = False             # real: ValidUntilSeconds is never read
-    boot_seconds: float | None = None           # override every pool's bootSeconds
-    stockout_seconds: float | None = None       # FAKE-ONLY fault: refuse scale-ups of requests younger than this
-    revoke_after: float | None = None           # FAKE-ONLY fault: CapacityRevoked this long after Provisioned
-    max_refresh_updates: int = 20               # real: 20 updates a loop
+    """How the fake autoscaler runs: the real Cluster Autoscaler's timeline at demo timescales, and the faults
+    it can inject.  Durations in seconds; None where the default comes from elsewhere (the pool, the request)."""
+    scan_interval: float = setting(1.0, "loops run this far apart when the last one processed no request",
+                                   real="10s, --scan-interval")
+    booking: float = setting(60.0, "how long Provisioned capacity stays booked (per request: "
+                                   "parameters.fakeCABookingSeconds)", real="10m, hardcoded")
+    initial_backoff: float = setting(5.0, "retry time of a request after CapacityIsNotFound, doubling at each retry",
+                                     real="1m, --provisioning-request-initial-backoff-time")
+    max_backoff: float = setting(20.0, "cap of that retry time", real="10m, --provisioning-request-max-backoff-time")
+    max_node_provision_time: float = setting(
+        20.0, "nodes not Ready this long after creation are removed and their pool backs off",
+        real="15m, --max-node-provision-time")
+    initial_node_group_backoff: float = setting(
+        60.0, "a pool whose scale-up failed takes no scale-ups this long, doubling per failure",
+        real="5m, --initial-node-group-backoff-duration")
+    max_node_group_backoff: float = setting(300.0, "cap of that backoff", real="30m, --max-node-group-backoff-duration")
+    scale_down_unneeded: float = setting(10.0, "delete a node after it has been unneeded this long",
+                                         real="10m, --scale-down-unneeded-time")
+    node_delete_delay_after_taint: float = setting(
+        5.0, "a node to delete is first tainted ToBeDeletedByClusterAutoscaler and deleted this much later",
+        real="5s, --node-delete-delay-after-taint")
+    expiry: float = setting(7 * 24 * 3600.0, "Failed/Expired when not provisioned this long after creation",
+                            real="7 days, hardcoded")
+    boot: float | None = setting(
+        None, "how long every new node stays NotReady while its VM boots [default: the pool's bootSeconds] (per "
+              "request: parameters.fakeCABootSeconds).  The kwok provider's nodes are Ready at once; a real cloud's "
+              "VMs boot after Provisioned=True", metavar="DURATION|never", never="never")
+    honor_valid_until: bool = setting(
+        False, "DIFFERS FROM THE REAL CA when on: parameters.ValidUntilSeconds bounds the wait with Failed=True",
+        real="ValidUntilSeconds is never read", off="ignore-valid-until")
+    stockout: float | None = setting(
+        None, "INJECTED fault: the cloud refuses scale-ups of requests younger than DURATION: CapacityIsNotFound, "
+              "retried (a real IncreaseSize error would also back the pool off) (per request: "
+              "parameters.fakeCAStockout=true|SECONDS)", metavar="DURATION|forever", never="forever")
+    revoke_after: float | None = setting(
+        None, "INJECTED fault: CapacityRevoked=True this long after Provisioned (per request: "
+              "parameters.fakeCARevokeAfterSeconds; before provisioning: parameters.fakeCARevokeBeforeProvisionedSeconds)",
+        real="never writes CapacityRevoked")
+    terminal_ttl: float = setting(
+        7 * 24 * 3600.0, "delete a request this long after its Provisioned or Failed condition last changed, whatever "
+                         "its status (DeleteOldProvReqs; per request: parameters.fakeCATTLSeconds)",
+        real="7 days, hardcoded")
+    max_refresh_updates: int = 20               # real: 20 updates a loop (no flag)
 
     @property
     def retry(self) -> backoff.RetryPolicy:
@@ -62,7 +104,7 @@ class Options:
 
     @property
     def groups(self) -> backoff.GroupPolicy:
-        return backoff.GroupPolicy(self.initial_group_backoff, self.max_group_backoff)
+        return backoff.GroupPolicy(self.initial_node_group_backoff, self.max_node_group_backoff)
 
 
 @dataclass
@@ -102,7 +144,7 @@ class Write:
 @dataclass(frozen=True)
 class ScaleUp:
     """Grow one pool by `count` nodes for one request, all or nothing."""
-    pool: str
+    pool: Pool
     count: int
     domains: tuple[str | None, ...]
     boots_at: str | None
@@ -122,6 +164,13 @@ class Pick:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class Delete:
+    """Delete one request (DeleteOldProvReqs), only that incarnation (its uid)."""
+    provreq: dict
+    why: str
+
+
 @dataclass
 class LoopPlan:
     refresh: list[Write]
@@ -130,6 +179,7 @@ class LoopPlan:
     pick: Pick | None
     memory: Memory
     notes: list[str] = field(default_factory=list)      # decisions worth a log line that change nothing
+    deletes: list[Delete] = field(default_factory=list)  # requests past their terminal TTL, deleted after refresh
 
 
 def _key(pr: dict) -> str:
@@ -153,10 +203,6 @@ def _write(pr: dict, ctype: str, st: str, reason: str, message: str, now: dateti
            apply: bool = False, details: dict | None = None) -> Write:
     conds = C.set_condition(_conds(pr), ctype, st, reason, message, now, None if apply else _gen(pr))
     return Write(pr, ctype, conds, why, apply, details)
-
-
-def supported(pr: dict) -> bool:
-    return spec(pr).get("provisioningClassName") in SUPPORTED_CLASSES
 
 
 def ordered(provreqs: list[dict]) -> list[dict]:
@@ -196,38 +242,64 @@ def _refresh_provisioned(pr: dict, params: P.Params, pods: list[dict], now: date
     held = (now - (transition_time(pr, PROVISIONED) or now)).total_seconds()
     revoke = params.revoke_after if params.revoke_after is not None else opts.revoke_after
     if revoke is not None and not is_true(pr, CAPACITY_REVOKED) and held >= revoke:
-        return _write(pr, CAPACITY_REVOKED, "True", C.R_REVOKED, C.MSG_REVOKED, now,
+        return _write(pr, CAPACITY_REVOKED, "True", C.Reason.REVOKED, C.MSG_REVOKED, now,
                       f"provreq {key}: INJECTED fault: revoking capacity {held:.0f}s after provisioning "
                       "(the real autoscaler never writes CapacityRevoked)")
     if is_true(pr, BOOKING_EXPIRED):
         return None
     total = booking.total_pods(pr)
     if total and booking.consuming_pods_scheduled(pr, pods) >= total:
-        return _write(pr, BOOKING_EXPIRED, "True", C.R_BOOKING_CONSUMED, C.MSG_BOOKING_CONSUMED, now,
+        return _write(pr, BOOKING_EXPIRED, "True", C.Reason.BOOKING_CONSUMED, C.MSG_BOOKING_CONSUMED, now,
                       f"provreq {key}: all {total} pod(s) scheduled: booking consumed (CA 1.37)")
-    if held >= opts.booking_seconds:
-        return _write(pr, BOOKING_EXPIRED, "True", C.R_RESERVATION_EXPIRED, C.MSG_RESERVATION_EXPIRED, now,
-                      f"provreq {key}: booking of {opts.booking_seconds:.0f}s expired")
+    booked = params.booking if params.booking is not None else opts.booking
+    if held >= booked:
+        return _write(pr, BOOKING_EXPIRED, "True", C.Reason.RESERVATION_EXPIRED, C.MSG_RESERVATION_EXPIRED, now,
+                      f"provreq {key}: booking of {booked:.0f}s expired")
     return None
 
 
 def _refresh_waiting(pr: dict, params: P.Params, now: datetime, opts: Options) -> Write | None:
     key = _key(pr)
     age = _age(pr, now)
-    if age >= opts.expiry_seconds:
-        return _write(pr, FAILED, "True", C.R_EXPIRED, C.MSG_EXPIRED, now,
+    if age >= opts.expiry:
+        return _write(pr, FAILED, "True", C.Reason.EXPIRED, C.MSG_EXPIRED, now,
                       f"provreq {key}: not provisioned {age:.0f}s after creation: expired")
+    revoke = params.revoke_unprovisioned
+    if revoke is not None and not is_true(pr, CAPACITY_REVOKED) and age >= revoke:
+        return _write(pr, CAPACITY_REVOKED, "True", C.Reason.REVOKED, C.MSG_REVOKED, now,
+                      f"provreq {key}: INJECTED fault: revoking capacity {age:.0f}s after creation, never provisioned "
+                      "(the real autoscaler never writes CapacityRevoked)")
     if opts.honor_valid_until or params.honor_valid_until:
         if params.valid_until_note:
-            return _write(pr, FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {params.valid_until_note}",
+            return _write(pr, FAILED, "True", C.Reason.FAILED_TO_CREATE_PODS, f"invalid parameters: {params.valid_until_note}",
                           now, f"provreq {key}: {params.valid_until_note} (--honor-valid-until is on)")
         if params.valid_until is not None and age >= params.valid_until:
-            return _write(pr, FAILED, "True", C.R_VALID_UNTIL_EXPIRED,
+            return _write(pr, FAILED, "True", C.Reason.VALID_UNTIL_EXPIRED,
                           f"capacity not provisioned within ValidUntilSeconds={params.valid_until:.0f} "
                           "(honoured by fake-ca --honor-valid-until; the real autoscaler ignores it)", now,
                           f"provreq {key}: ValidUntilSeconds={params.valid_until:.0f} passed without capacity: "
                           "Failed (--honor-valid-until; the real Cluster Autoscaler ignores ValidUntilSeconds)")
     return None
+
+
+def old_requests(provreqs: list[dict], now: datetime, opts: Options) -> list[Delete]:
+    """DeleteOldProvReqs: every request, of any class, whose Provisioned or Failed condition (whatever its
+    status) last changed longer ago than the terminal TTL (the request's fakeCATTLSeconds, else --terminal-ttl)."""
+    out = []
+    for pr in ordered(provreqs):
+        try:
+            ttl = P.parse(pr).ttl
+        except P.BadParameter:
+            ttl = None
+        ttl = opts.terminal_ttl if ttl is None else ttl
+        for ctype in (PROVISIONED, FAILED):
+            changed = transition_time(pr, ctype)
+            if changed is not None and (now - changed).total_seconds() > ttl:
+                c = condition(pr, ctype) or {}
+                out.append(Delete(pr, f"provreq {_key(pr)}: {ctype}={c.get('status')} since {c.get('lastTransitionTime')}, "
+                                      f"more than {ttl:.0f}s ago: deleting it (DeleteOldProvReqs)"))
+                break
+    return out
 
 
 # ---------------------------------------------------------------------------- 2. nodes that never booted
@@ -246,8 +318,11 @@ def register_failures(memory: Memory, pools_failed: list[tuple[str, str, str]], 
 def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime, opts: Options) -> LoopPlan:
     """Everything one loop does, in the order it does it."""
     refresh_writes, notes = refresh(cluster.provreqs, cluster.pods, now, opts)
-    refreshed = {_key(w.provreq) for w in refresh_writes}
-    timed_out = vm.timed_out(cluster.nodes, now, opts.max_node_provision_seconds)
+    deletes = old_requests(cluster.provreqs, now, opts)
+    gone_now = {_key(d.provreq) for d in deletes}
+    refresh_writes = [w for w in refresh_writes if _key(w.provreq) not in gone_now]
+    refreshed = {_key(w.provreq) for w in refresh_writes} | gone_now
+    timed_out = vm.timed_out(cluster.nodes, now, opts.max_node_provision_time)
     memory = register_failures(memory, [(t.pool, C.ERR_TIMEOUT, t.error_message) for t in timed_out], now, opts)
     gone = {n for t in timed_out for n in t.nodes}
     nodes = [n for n in cluster.nodes if meta(n).get("name") not in gone]
@@ -257,10 +332,13 @@ def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime
     live = {meta(p).get("uid") for p in cluster.provreqs}
     for pr in ordered(cluster.provreqs):
         if not supported(pr):
-            notes.append(f"provreq {_key(pr)}: class {spec(pr).get('provisioningClassName')} is not handled by "
-                         f"this autoscaler; left untouched (rv {meta(pr).get('resourceVersion')})")
+            instance = (spec(pr).get("parameters") or {}).get(PARAM_PROCESSOR_INSTANCE) \
+                if isinstance(spec(pr).get("parameters"), dict) else None
+            why = (f"parameters.{PARAM_PROCESSOR_INSTANCE}={instance} names another autoscaler instance" if instance
+                   else f"class {spec(pr).get('provisioningClassName')} is not handled by this autoscaler")
+            notes.append(f"provreq {_key(pr)}: {why}; left untouched (rv {meta(pr).get('resourceVersion')})")
             continue
-        if _key(pr) in refreshed:
+        if _key(pr) in refreshed or is_true(pr, CAPACITY_REVOKED):      # revoked: the fake's own end
             continue
         uid = uid_of(pr)
         avail = backoff.availability(pr, retry.get(uid), now, opts.retry)
@@ -273,7 +351,7 @@ def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime
         try:
             params = P.parse(pr)
         except P.BadParameter as e:
-            failed.append(_write(pr, FAILED, "True", C.R_FAILED_TO_CREATE_PODS, f"invalid parameters: {e}", now,
+            failed.append(_write(pr, FAILED, "True", C.Reason.FAILED_TO_CREATE_PODS, f"invalid parameters: {e}", now,
                                  f"provreq {_key(pr)}: invalid: {e}"))
             continue
         try:
@@ -281,10 +359,14 @@ def plan_loop(cluster: Cluster, pools: list[Pool], memory: Memory, now: datetime
         except RequestError as e:
             failed.append(_write(pr, FAILED, "True", e.reason, e.message, now, f"provreq {_key(pr)}: {e.message}"))
             continue
-        pick = _process(pr, request, params, cluster, nodes, pools, memory, now, opts)
+        attempt = provreqs_.attempt(pr, None) or 1          # Kueue's getAttempt: 1 without a number
+        if attempt <= params.fail_attempts:
+            pick = _fail_attempt(pr, attempt, params, now)
+        else:
+            pick = _process(pr, request, params, cluster, nodes, pools, memory, now, opts)
         break
     memory = Memory({u: r for u, r in retry.items() if u in live}, memory.groups)
-    return LoopPlan(refresh_writes, failed, timed_out, pick, memory, notes)
+    return LoopPlan(refresh_writes, failed, timed_out, pick, memory, notes, deletes)
 
 
 def _templates_of(pr: dict, templates: dict[tuple[str, str], dict]) -> dict[str, dict]:
@@ -299,16 +381,33 @@ def nodes_of(uid: str, nodes: list[dict]) -> list[dict]:
 def _batch_size(node: dict) -> int:
     """How many nodes the scale-up that made `node` had; 0 (unknown: roll it back) if the annotation is
     missing or was edited into something that is no count."""
-    text = annotations(node).get(BATCH_ANNOTATION) or "0"
+    text = str(annotations(node).get(BATCH_ANNOTATION))        # "None" when it is missing: no count
     return int(text) if text.isdigit() else 0
+
+
+def _accepted(pr: dict, now: datetime) -> tuple[Write, dict]:
+    """The injector's Accepted write, and the request as it reads once accepted."""
+    accepted = _write(pr, ACCEPTED, "True", C.Reason.ACCEPTED, C.MSG_ACCEPTED, now, f"provreq {_key(pr)}: accepted")
+    return accepted, {**pr, "status": {**status(pr), "conditions": accepted.conditions}}
+
+
+def _fail_attempt(pr: dict, attempt: int, params: P.Params, now: datetime) -> Pick:
+    """INJECTED: attempt `attempt` of the Workload's requests (the number at the end of Kueue's name) fails, as the
+    real check-capacity fails a noRetry request: Accepted, then Failed."""
+    accepted, after = _accepted(pr, now)
+    failed = _write(after, FAILED, "True", C.Reason.ATTEMPT_FAILED,
+                    C.MSG_ATTEMPT_FAILED.format(attempt=attempt, of=params.fail_attempts), now,
+                    f"provreq {_key(pr)}: INJECTED fault: attempt {attempt} fails (fakeCAFailAttempts="
+                    f"{params.fail_attempts}; the real autoscaler fails best-effort-atomic requests only for missing "
+                    "pod templates or after 7 days)")
+    return Pick(_key(pr), uid_of(pr), [accepted, failed])
 
 
 def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[dict], pools: list[Pool],
              memory: Memory, now: datetime, opts: Options) -> Pick:
     key, uid = _key(pr), uid_of(pr)
     cls = spec(pr).get("provisioningClassName")
-    accepted = _write(pr, ACCEPTED, "True", C.R_ACCEPTED, C.MSG_ACCEPTED, now, f"provreq {key}: accepted")
-    after = {**pr, "status": {**status(pr), "conditions": accepted.conditions}}     # the request once accepted
+    accepted, after = _accepted(pr, now)
     pick = Pick(key, uid, [accepted])
     apply = cls == BEST_EFFORT_ATOMIC
 
@@ -318,7 +417,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
         names = sorted(meta(n)["name"] for n in mine)
         if want and len(mine) >= want:
             details = _domain_details(request, mine, pools)
-            pick.writes.append(_write(after, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
+            pick.writes.append(_write(after, PROVISIONED, "True", C.Reason.CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND,
                                       now, f"provreq {key}: all {want} node(s) exist ({', '.join(names)}): provisioned",
                                       apply, details))
             return pick
@@ -337,46 +436,46 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
 
     if cls == CHECK_CAPACITY:
         if verdict.fits:
-            pick.writes.append(_write(after, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND,
+            pick.writes.append(_write(after, PROVISIONED, "True", C.Reason.CAPACITY_FOUND, C.MSG_CAPACITY_FOUND,
                                       now, verdict.line(key)))
         elif params.no_retry:
-            pick.writes.append(_write(after, FAILED, "True", C.R_NOT_FOUND, C.MSG_NOT_FOUND_NO_RETRY, now,
+            pick.writes.append(_write(after, FAILED, "True", C.Reason.NOT_FOUND, C.MSG_NOT_FOUND_NO_RETRY, now,
                                       verdict.line(key) + " (noRetry: Failed)"))
         else:
-            pick.writes.append(_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+            pick.writes.append(_write(after, PROVISIONED, "False", C.Reason.NOT_FOUND, C.MSG_NOT_FOUND, now,
                                       verdict.line(key)))
         return pick
 
     if not verdict.fits:
-        pick.writes.append(_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+        pick.writes.append(_write(after, PROVISIONED, "False", C.Reason.NOT_FOUND, C.MSG_NOT_FOUND, now,
                                   verdict.line(key), apply=True))
         return pick
     if verdict.nodes_to_create == 0:
-        pick.writes.append(_write(after, PROVISIONED, "True", C.R_CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now,
+        pick.writes.append(_write(after, PROVISIONED, "True", C.Reason.CAPACITY_FOUND, C.MSG_CAPACITY_FOUND, now,
                                   verdict.line(key), apply=True, details=_details(verdict)))
         return pick
-    stockout = params.stockout_seconds if params.stockout_seconds is not None else opts.stockout_seconds
+    stockout = params.stockout if params.stockout is not None else opts.stockout
     if stockout is not None and _age(pr, now) < stockout:
         # A real IncreaseSize error would also back the node group off (5m); an injected stock-out
         # refuses this request only, so that one scenario's fault does not slow the next.
         left = "" if stockout == P.FOREVER else f", back in {stockout - _age(pr, now):.0f}s"
-        pick.why = (f"INJECTED stock-out: the cloud refused {verdict.nodes_to_create} node(s) of {verdict.pool}"
+        pick.why = (f"INJECTED stock-out: the cloud refused {verdict.nodes_to_create} node(s) of {verdict.pool.name}"
                     f"{left}")
-        pick.writes.append(_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+        pick.writes.append(_write(after, PROVISIONED, "False", C.Reason.NOT_FOUND, C.MSG_NOT_FOUND, now,
                                   verdict.line(key) + f"; {pick.why}", apply=True))
         return pick
-    pool = next(p for p in pools if p.name == verdict.pool)
-    boot = params.boot_seconds if params.boot_seconds is not None else (
-        opts.boot_seconds if opts.boot_seconds is not None else pool.boot_seconds)
+    pool = verdict.pool
+    boot = params.boot if params.boot is not None else (
+        opts.boot if opts.boot is not None else pool.boot_seconds)
     domains = tuple(verdict.new_node_domains) + (verdict.domain,) * (verdict.nodes_to_create - len(verdict.new_node_domains))
     boots = vm.boots_at(now, boot)
     boot_note = "" if boots is None else (" (their VMs never boot)" if boot == P.FOREVER else f" (booting {boot:.0f}s)")
     pick.scale_up = ScaleUp(
         verdict.pool, verdict.nodes_to_create, domains, boots,
-        provisioned=_write(after, PROVISIONED, "True", C.R_CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND, now,
+        provisioned=_write(after, PROVISIONED, "True", C.Reason.CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND, now,
                            f"provreq {key}: Provisioned=True (CapacityIsProvisioned) as soon as the nodes are requested"
                            f"{boot_note}", apply=True, details=_details(verdict)),
-        refused=_write(after, PROVISIONED, "False", C.R_NOT_FOUND, C.MSG_NOT_FOUND, now,
+        refused=_write(after, PROVISIONED, "False", C.Reason.NOT_FOUND, C.MSG_NOT_FOUND, now,
                        f"provreq {key}: the scale-up failed; nodes rolled back", apply=True),
         why=verdict.line(key))
     return pick

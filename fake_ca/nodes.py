@@ -18,9 +18,10 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from demo.k8s.duration import go_duration
-from demo.k8s.keys import MANAGED_LABEL, NEVER_BOOTS, NODE_READY, NOT_READY_TAINT, POOL_LABEL
-from demo.k8s.objects import annotations, created_at, deleting, format_time, is_true, labels, name
+from k8s import node as nodes_
+from k8s.duration import go_duration
+from k8s.keys import MANAGED_LABEL, NEVER_BOOTS, NODE_READY, NOT_READY_TAINT, POOL_LABEL
+from k8s.objects import annotations, created_at, deleting, format_time, labels, name
 
 from .conditions import MSG_SCALE_UP_TIMED_OUT
 from .params import FOREVER
@@ -41,7 +42,7 @@ def managed(node: dict) -> bool:
 
 def booting(node: dict) -> bool:
     """A node this fake made whose VM has not come up yet."""
-    return managed(node) and not is_true(node, NODE_READY)
+    return managed(node) and not nodes_.ready(node)
 
 
 def as_upcoming(node: dict) -> dict:

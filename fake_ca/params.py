@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from demo.k8s.keys import (NEVER_BOOTS, PARAM_BOOT_SECONDS, PARAM_HONOR_VALID_UNTIL, PARAM_NO_RETRY,
-                           PARAM_REVOKE_AFTER, PARAM_STOCKOUT, PARAM_VALID_UNTIL)
-from demo.k8s.objects import spec
+from k8s.keys import (NEVER_BOOTS, PARAM_BOOKING_SECONDS, PARAM_BOOT_SECONDS, PARAM_FAIL_ATTEMPTS,
+                      PARAM_HONOR_VALID_UNTIL, PARAM_NO_RETRY, PARAM_REVOKE_AFTER, PARAM_REVOKE_UNPROVISIONED,
+                      PARAM_STOCKOUT, PARAM_TTL_SECONDS, PARAM_VALID_UNTIL)
+from k8s.objects import spec
 
 MAX_SECONDS = 10 * 365 * 24 * 3600
+MAX_ATTEMPTS = 1000
 FOREVER = float("inf")
 
 
@@ -30,9 +32,13 @@ class Params:
     valid_until: float | None = None          # seconds after creation (honoured only on request)
     valid_until_note: str = ""                # why an unparsable ValidUntilSeconds was ignored
     honor_valid_until: bool = False           # per-request --honor-valid-until
-    boot_seconds: float | None = None         # override of the pool's boot time; FOREVER = never boots
-    stockout_seconds: float | None = None     # the cloud refuses scale-ups until the request is this old
+    boot: float | None = None                 # override of the pool's boot time; FOREVER = never boots
+    stockout: float | None = None             # the cloud refuses scale-ups until the request is this old
     revoke_after: float | None = None         # FAKE-ONLY: CapacityRevoked this long after Provisioned
+    revoke_unprovisioned: float | None = None  # FAKE-ONLY: CapacityRevoked at this age while never provisioned
+    fail_attempts: int = 0                    # FAKE-ONLY: Failed on the Workload's attempts 1..N
+    booking: float | None = None              # this request's booking (the real one: 10m for every request)
+    ttl: float | None = None                  # deleted this long after Provisioned/Failed last changed
 
 
 def _seconds(params: dict, key: str, allow_never: bool = False) -> float | None:
@@ -49,6 +55,16 @@ def _seconds(params: dict, key: str, allow_never: bool = False) -> float | None:
     if not 0 <= v <= MAX_SECONDS:
         raise BadParameter(f"parameters.{key}={raw!r} is out of range (0..{MAX_SECONDS})")
     return v
+
+
+def _count(params: dict, key: str) -> int:
+    raw = params.get(key)
+    if raw is None:
+        return 0
+    text = str(raw).strip()
+    if not text.isdigit() or int(text) > MAX_ATTEMPTS:
+        raise BadParameter(f"parameters.{key}={raw!r} is not a number of attempts (0..{MAX_ATTEMPTS})")
+    return int(text)
 
 
 def _flag(params: dict, key: str) -> bool:
@@ -82,5 +98,8 @@ def _parse_dict(params: dict) -> Params:
         note = str(e)
     return Params(no_retry=_flag(params, PARAM_NO_RETRY), valid_until=valid_until, valid_until_note=note,
                   honor_valid_until=_flag(params, PARAM_HONOR_VALID_UNTIL),
-                  boot_seconds=_seconds(params, PARAM_BOOT_SECONDS, allow_never=True),
-                  stockout_seconds=stockout, revoke_after=_seconds(params, PARAM_REVOKE_AFTER))
+                  boot=_seconds(params, PARAM_BOOT_SECONDS, allow_never=True),
+                  stockout=stockout, revoke_after=_seconds(params, PARAM_REVOKE_AFTER),
+                  revoke_unprovisioned=_seconds(params, PARAM_REVOKE_UNPROVISIONED),
+                  fail_attempts=_count(params, PARAM_FAIL_ATTEMPTS),
+                  booking=_seconds(params, PARAM_BOOKING_SECONDS), ttl=_seconds(params, PARAM_TTL_SECONDS))

@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable
 
-from demo.k8s.keys import CHECK_CAPACITY, POOL_LABEL, TOPOLOGY_LEVEL_LABEL
-from demo.k8s.objects import deleting as is_deleting
-from demo.k8s.objects import labels as labels_of
-from demo.k8s.objects import name as obj_name
-from demo.k8s.quantity import format_milli
+from k8s import node as nodes_
+from k8s.keys import CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
+from k8s.objects import labels as labels_of
+from k8s.objects import name as obj_name
+from k8s.quantity import format_milli
 
-from .conditions import R_CAPACITY_FOUND, R_CAPACITY_PROVISIONED, R_NOT_FOUND
+from .conditions import Reason
 from .pools import Pool, node_manifest
 from .request import PodSet, Request
-from .scheduling import demand_of, eligible_nodes, free_capacity, parse_resources, selector_mismatch, shortfall, subtract
+from .scheduling import (demand_of, eligible_nodes, free_capacity, parse_resources, selector_mismatch, shortfall,
+                         subtract)
 
 MAX_NODES_PER_SCALEUP = 1000     # CA's --max-nodes-per-scaleup default
 
@@ -42,9 +43,8 @@ MAX_NODES_PER_SCALEUP = 1000     # CA's --max-nodes-per-scaleup default
 class Verdict:
     fits: bool
     status_reason: str
-    pool: str | None = None
+    pool: Pool | None = None         # the pool to grow (or the one that came closest)
     new_nodes: int = 0               # nodes the gang needs in `pool` (also when it does not fit)
-    max_nodes: int | None = None
     pool_size: int = 0
     domain: str | None = None        # the one topology domain of a topology request
     placements: list[tuple[int, str]] = field(default_factory=list)
@@ -53,20 +53,27 @@ class Verdict:
     new_node_domains: list[str | None] = field(default_factory=list)  # per new node
 
     @property
+    def max_nodes(self) -> int | None:
+        return self.pool.max_nodes if self.pool else None
+
+    @property
     def nodes_to_create(self) -> int:
         """How many nodes to create: zero unless the request fits (all-or-nothing)."""
         return len(self.new_node_pods) if self.fits else 0
 
     def line(self, key: str) -> str:
         """The one-line log of the decision."""
-        head = f"provreq {key}: "
+        return f"provreq {key}: {self.detail()}"
+
+    def detail(self) -> str:
+        """The decision, without the request it is about."""
         if self.fits and not self.new_node_pods:
             nodes = len({n for _, n in self.placements})
-            return head + f"fits on existing capacity ({len(self.placements)} pod(s) on {nodes} node(s)): no node needed"
+            return f"fits on existing capacity ({len(self.placements)} pod(s) on {nodes} node(s)): no node needed"
         if self.pool is not None:
-            gang = f"gang needs {self.new_nodes} node(s) of {self.pool} (max {self.max_nodes}): "
-            return head + gang + ("fits" if self.fits else f"does not fit: {self.reason}")
-        return head + f"does not fit: {self.reason}"
+            gang = f"gang needs {self.new_nodes} node(s) of {self.pool.name} (max {self.max_nodes}): "
+            return gang + ("fits" if self.fits else f"does not fit: {self.reason}")
+        return f"does not fit: {self.reason}"
 
 
 # ---------------------------------------------------------------------------- existing capacity
@@ -102,10 +109,14 @@ class _Option:
     domain: str | None = None
 
 
+# the kinds of a refusal: the pool does not admit some pod, has no room, or its node group is backed off
+# after a failed scale-up (not an option at all)
+SHAPE, SIZE, BACKOFF = "shape", "size", "backoff"
+
+
 @dataclass
 class _Refusal:
-    """A pool that cannot take them: kind "shape" (it does not admit some pod), "size" (no room) or
-    "backoff" (the node group is backed off after a failed scale-up: not an option at all)."""
+    """A pool that cannot take them, and why: kind SHAPE, SIZE or BACKOFF."""
     pool: Pool
     kind: str
     reason: str
@@ -115,7 +126,7 @@ class _Refusal:
 
 def _template(pool: Pool, domain: str | None) -> dict:
     """The node a scale-up of `pool` (in `domain`) would create, for predicate checks."""
-    return node_manifest(pool, f"{pool.name_prefix}template", domain, "", "")
+    return node_manifest(pool, f"{pool.name_prefix}template", domain)
 
 
 def _admission(ps: PodSet, pool: Pool, domain: str | None) -> str | None:
@@ -132,10 +143,10 @@ def _admission(ps: PodSet, pool: Pool, domain: str | None) -> str | None:
 
 def _pool_size(pool: Pool, nodes: list[dict]) -> tuple[int, dict[str, int]]:
     """Nodes of the pool (not being deleted), in total and per topology domain."""
-    members = [n for n in nodes if isinstance(n, dict) and not is_deleting(n) and labels_of(n).get(POOL_LABEL) == pool.name]
+    members = nodes_.of_pool(nodes, pool.name)
     per_domain = {d.name: 0 for d in pool.domains}
     for n in members:
-        dom = labels_of(n).get(pool.topology_label) if pool.topology_label else None
+        dom = labels_of(n).get(pool.topology_label)     # a pool without a label has no domains to count
         if dom in per_domain:
             per_domain[dom] += 1
     return len(members), per_domain
@@ -150,7 +161,8 @@ def _pack(pods: list[PodSet], indexes: list[int], alloc: dict[str, int],
     """
     def share(i: int) -> Fraction:
         d = demand_of(pods[i])
-        return max((Fraction(v, alloc[r]) for r, v in d.items() if alloc.get(r)), default=Fraction(0))
+        # never empty: every pod takes a pod slot, and a shape that admits it has pods allocatable
+        return max(Fraction(v, alloc[r]) for r, v in d.items() if alloc.get(r))
 
     bins: list[tuple[dict[str, int], list[int], set]] = []
     for i in sorted(indexes, key=share, reverse=True):
@@ -187,12 +199,12 @@ def _plan_pool(pool: Pool, pods: list[PodSet], remaining: list[int], placements:
         admitted[i] = {d for d in domains if _admission(pods[i], pool, d) is None}
         if not admitted[i]:
             why = _admission(pods[i], pool, domains[0])
-            return _Refusal(pool, "shape", f"pod of {pods[i].template_name}: {why}")
+            return _Refusal(pool, SHAPE, f"pod of {pods[i].template_name}: {why}")
     bins = _pack(pods, remaining, parse_resources(pool.allocatable), admitted)
     needed = len(bins)
     why = _too_small(pool, size, needed)
     if why:
-        return _Refusal(pool, "size", why, size, needed)
+        return _Refusal(pool, SIZE, why, size, needed)
     if not pool.domains:
         return _Option(pool, size, placements, [b for b, _ in bins], [None] * needed)
     room = {d.name: d.max_nodes - per_domain[d.name] for d in pool.domains}
@@ -201,8 +213,8 @@ def _plan_pool(pool: Pool, pods: list[PodSet], remaining: list[int], placements:
     for _, doms in bins:          # greedy: each node to the first domain (file order) with room
         dom = next((d for d in domains if d in doms and room[d] > 0), None)
         if dom is None:
-            return _Refusal(pool, "size", f"the topology domains of {pool.name} have room for "
-                                          f"{total_room} more node(s), {needed} needed", size, needed)
+            return _Refusal(pool, SIZE, f"the topology domains of {pool.name} have room for "
+                                        f"{total_room} more node(s), {needed} needed", size, needed)
         room[dom] -= 1
         chosen.append(dom)
     return _Option(pool, size, placements, [b for b, _ in bins], chosen)
@@ -212,18 +224,18 @@ def _plan_pool_topology(pool: Pool, pods: list[PodSet], eligible: list[dict], fr
                         nodes: list[dict]) -> _Option | _Refusal:
     """Can `pool` take the request with all its new nodes (and pods) in one topology domain?"""
     if not pool.domains:
-        return _Refusal(pool, "shape", f"pool {pool.name} has no topology domains "
-                                       f"(the pods carry {TOPOLOGY_LEVEL_LABEL})")
+        return _Refusal(pool, SHAPE, f"pool {pool.name} has no topology domains "
+                                     f"(the pods carry {TOPOLOGY_LEVEL_LABEL})")
     size, per_domain = _pool_size(pool, nodes)
     tries = []                    # (domain, placements, bins, room) for domains that admit the pods
-    shape_why = ""
+    shape_whys = []               # why each domain that does not admit some pod refuses it
     for d in pool.domains:
         candidates = [n for n in eligible if labels_of(n).get(pool.topology_label) == d.name]
         placements, remaining = _place_existing(pods, range(len(pods)), candidates, free)
         whys = [(i, _admission(pods[i], pool, d.name)) for i in remaining]
         bad = next(((i, w) for i, w in whys if w), None)
         if bad:
-            shape_why = shape_why or f"pod of {pods[bad[0]].template_name}: {bad[1]} (domain {d.name})"
+            shape_whys.append(f"pod of {pods[bad[0]].template_name}: {bad[1]} (domain {d.name})")
             continue
         admitted = {i: {d.name} for i in remaining}
         bins = [b for b, _ in _pack(pods, remaining, parse_resources(pool.allocatable), admitted)]
@@ -231,16 +243,16 @@ def _plan_pool_topology(pool: Pool, pods: list[PodSet], eligible: list[dict], fr
         if len(bins) <= room and _too_small(pool, size, len(bins)) is None:
             return _Option(pool, size, placements, bins, [d.name] * len(bins), domain=d.name)
         tries.append((d.name, bins, room))
-    if not tries:
-        return _Refusal(pool, "shape", shape_why)
+    if not tries:                 # then no domain admits the pods: quote the first
+        return _Refusal(pool, SHAPE, shape_whys[0])
     within = [t for t in tries if len(t[1]) <= t[2]]
     if within:                    # some domain has room, the pool does not
         needed = len(within[0][1])
-        return _Refusal(pool, "size", _too_small(pool, size, needed) or "", size, needed)
+        return _Refusal(pool, SIZE, _too_small(pool, size, needed), size, needed)    # refused this count
     best = max(tries, key=lambda t: t[2] - len(t[1]))      # closest to fitting; first on ties
     name, bins, room = best
-    return _Refusal(pool, "size", f"no topology domain of {pool.name} has room for {len(bins)} node(s) "
-                                  f"(largest room: {max(room, 0)} in {name})", size, len(bins))
+    return _Refusal(pool, SIZE, f"no topology domain of {pool.name} has room for {len(bins)} node(s) "
+                                f"(largest room: {max(room, 0)} in {name})", size, len(bins))
 
 
 # ---------------------------------------------------------------------------- the decision
@@ -270,11 +282,11 @@ def _no_pool_reason(pods: list[PodSet], pools: list[Pool], refusals: list[_Refus
 
 
 def _found(placements: list[tuple[int, str]], domain: str | None = None) -> Verdict:
-    return Verdict(fits=True, status_reason=R_CAPACITY_FOUND, domain=domain, placements=placements)
+    return Verdict(fits=True, status_reason=Reason.CAPACITY_FOUND, domain=domain, placements=placements)
 
 
 def _not_found(reason: str) -> Verdict:
-    return Verdict(fits=False, status_reason=R_NOT_FOUND, reason=reason)
+    return Verdict(fits=False, status_reason=Reason.NOT_FOUND, reason=reason)
 
 
 def _shape(ps: PodSet) -> tuple:
@@ -343,7 +355,7 @@ def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict
         if request.class_name == CHECK_CAPACITY:
             return _not_found(f"check-capacity never adds nodes, and no topology domain has free capacity "
                               f"for all {len(expanded)} pod(s)")
-        results = [_Refusal(p, "backoff", backed_off[p.name]) if p.name in backed_off
+        results = [_Refusal(p, BACKOFF, backed_off[p.name]) if p.name in backed_off
                    else _plan_pool_topology(p, expanded, eligible, free, nodes) for p in pools]
         expanded_left = expanded
     else:
@@ -354,23 +366,23 @@ def plan(request: Request, pools: list[Pool], nodes: list[dict], pods: list[dict
             first = expanded[remaining[0]].template_name
             return _not_found(f"check-capacity never adds nodes, and {len(remaining)} of {len(expanded)} pod(s) "
                               f"do not fit on existing capacity (first: a pod of {first})")
-        results = [_Refusal(p, "backoff", backed_off[p.name]) if p.name in backed_off
+        results = [_Refusal(p, BACKOFF, backed_off[p.name]) if p.name in backed_off
                    else _plan_pool(p, expanded, remaining, placements, nodes) for p in pools]
         expanded_left = [expanded[i] for i in remaining]
 
     option = next((r for r in results if isinstance(r, _Option)), None)
     if option:
-        return Verdict(fits=True, status_reason=R_CAPACITY_PROVISIONED, pool=option.pool.name,
-                       new_nodes=len(option.bins), max_nodes=option.pool.max_nodes, pool_size=option.pool_size,
+        return Verdict(fits=True, status_reason=Reason.CAPACITY_PROVISIONED, pool=option.pool,
+                       new_nodes=len(option.bins), pool_size=option.pool_size,
                        domain=option.domain, placements=option.placements,
                        new_node_pods=option.bins, new_node_domains=option.domains)
     refusals = [r for r in results if isinstance(r, _Refusal)]
-    sized = next((r for r in refusals if r.kind == "size"), None)
-    backed = next((r for r in refusals if r.kind == "backoff"), None)
+    sized = next((r for r in refusals if r.kind == SIZE), None)
+    backed = next((r for r in refusals if r.kind == BACKOFF), None)
     if backed is not None and sized is None:
         return _not_found(backed.reason)
     if sized:
-        return Verdict(fits=False, status_reason=R_NOT_FOUND, pool=sized.pool.name,
-                       new_nodes=sized.needed, max_nodes=sized.pool.max_nodes, pool_size=sized.pool_size,
+        return Verdict(fits=False, status_reason=Reason.NOT_FOUND, pool=sized.pool,
+                       new_nodes=sized.needed, pool_size=sized.pool_size,
                        reason=sized.reason)
     return _not_found(_no_pool_reason(expanded_left, pools, refusals))

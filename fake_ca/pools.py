@@ -16,7 +16,9 @@ manifests/node-pools.yaml (format below) and can travel to the cluster as a Conf
       - {key: sku, value: gpu, effect: NoSchedule}
       capacity:    {cpu: "96", memory: 900Gi, nvidia.com/gpu: "8", pods: "110"}
       allocatable: {cpu: "94", memory: 880Gi, nvidia.com/gpu: "8", pods: "110"}
-      bootSeconds: 15                  # optional, default 0: how long a new node stays NotReady
+      bootSeconds: 15                  # optional, default 0: how long a new node stays NotReady;
+                                       # "never": its VM never boots (the kwok provider's template
+                                       # carries the same mark, so the real autoscaler's nodes never do)
       topology:                        # optional
         label: topology.tau-demo.io/domain
         domains:
@@ -34,13 +36,16 @@ from typing import Any
 
 import yaml
 
-from demo.k8s.keys import (BOOTS_AT_ANNOTATION, HOSTNAME_LABEL, KWOK_NODE_ANNOTATION, MANAGED_LABEL, NOT_READY_TAINT,
-                           OS_LABEL, POOL_LABEL, POOL_TABLE, POOL_TABLE_KEY, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION)
-from demo.k8s.objects import labels as labels_of
-from demo.k8s.quantity import MAX_MILLI, parse_quantity
+from k8s import node as nodes_
+from k8s.keys import (BATCH_ANNOTATION, BOOTS_AT_ANNOTATION, HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION,
+                           KWOK_MIN_COUNT_ANNOTATION, KWOK_NODE_ANNOTATION, MANAGED_LABEL, NEVER_BOOTS, NODE_READY,
+                           NOT_READY_TAINT, OS_LABEL, POOL_LABEL, POOL_TABLE, POOL_TABLE_KEY, PROVREQ_ANNOTATION,
+                           PROVREQ_UID_ANNOTATION)
+from k8s.quantity import MAX_MILLI, parse_quantity
+from k8s.resources import CONFIG_MAP, NODE, NODE_POOL_LIST
 
-API_VERSION = "tau-demo.io/v1"
-KIND = "NodePoolList"
+from .params import FOREVER
+
 CONFIGMAP_KEY = POOL_TABLE_KEY
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -173,10 +178,10 @@ def parse_pools(doc: Any, source: str) -> list[Pool]:
     if not isinstance(doc, dict):
         c.fail("top level", f"must be a mapping with apiVersion, kind and pools (got {_kind(doc)})")
     c.mapping(doc, "top level", {"apiVersion", "kind", "pools", "metadata"})
-    if doc.get("apiVersion") != API_VERSION:
-        c.fail("apiVersion", f"must be {API_VERSION} (got {doc.get('apiVersion')!r})")
-    if doc.get("kind") != KIND:
-        c.fail("kind", f"must be {KIND} (got {doc.get('kind')!r})")
+    if doc.get("apiVersion") != NODE_POOL_LIST.api_version:
+        c.fail("apiVersion", f"must be {NODE_POOL_LIST.api_version} (got {doc.get('apiVersion')!r})")
+    if doc.get("kind") != NODE_POOL_LIST.kind:
+        c.fail("kind", f"must be {NODE_POOL_LIST.kind} (got {doc.get('kind')!r})")
     raw_pools = doc.get("pools")
     if not isinstance(raw_pools, list):
         c.fail("pools", f"must be a list of pools (got {_kind(raw_pools)})")
@@ -226,8 +231,11 @@ def _parse_pool(c: _Ctx, raw: Any, path: str) -> Pool:
     if raw.get("topology") is not None:
         topology_label, domains = _parse_topology(c, raw["topology"], f"{path}.topology", labels)
     boot = raw.get("bootSeconds", 0)
-    if isinstance(boot, bool) or not isinstance(boot, (int, float)) or not 0 <= boot <= MAX_BOOT_SECONDS:
-        c.fail(f"{path}.bootSeconds", f"must be a number of seconds from 0 to {MAX_BOOT_SECONDS} (got {boot!r})")
+    if boot == NEVER_BOOTS:
+        boot = FOREVER
+    elif isinstance(boot, bool) or not isinstance(boot, (int, float)) or not 0 <= boot <= MAX_BOOT_SECONDS:
+        c.fail(f"{path}.bootSeconds", f"must be a number of seconds from 0 to {MAX_BOOT_SECONDS} or \"{NEVER_BOOTS}\" "
+                                      f"(got {boot!r})")
     return Pool(name=name, min_nodes=min_nodes, max_nodes=max_nodes, name_prefix=prefix, labels=labels,
                 taints=taints, capacity=capacity, allocatable=allocatable,
                 topology_label=topology_label, domains=domains, boot_seconds=float(boot))
@@ -334,7 +342,7 @@ def _pool_to_dict(p: Pool) -> dict:
         "capacity": dict(p.capacity), "allocatable": dict(p.allocatable),
     }
     if p.boot_seconds:
-        d["bootSeconds"] = p.boot_seconds
+        d["bootSeconds"] = NEVER_BOOTS if p.boot_seconds == FOREVER else p.boot_seconds
     if p.topology_label:
         d["topology"] = {"label": p.topology_label,
                          "domains": [{"name": dm.name, "maxNodes": dm.max_nodes} for dm in p.domains]}
@@ -343,15 +351,13 @@ def _pool_to_dict(p: Pool) -> dict:
 
 def pools_to_yaml(pools: list[Pool]) -> str:
     """The pools in the node-pools file format."""
-    doc = {"apiVersion": API_VERSION, "kind": KIND, "pools": [_pool_to_dict(p) for p in pools]}
+    doc = NODE_POOL_LIST.doc(pools=[_pool_to_dict(p) for p in pools])
     return yaml.safe_dump(doc, sort_keys=False)        # block style is the default
 
 
 def pools_to_configmap(pools: list[Pool], namespace: str = POOL_TABLE[0], name: str = POOL_TABLE[1]) -> dict:
     """A ConfigMap carrying the pools under data["pools.yaml"]."""
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace},
-            "data": {CONFIGMAP_KEY: pools_to_yaml(pools)}}
+    return CONFIG_MAP.new(name, namespace, data={CONFIGMAP_KEY: pools_to_yaml(pools)})
 
 
 def pools_from_configmap(cm: dict) -> list[Pool]:
@@ -378,46 +384,57 @@ def taint_dicts(pool: Pool) -> list[dict]:
     return out
 
 
-def node_manifest(pool: Pool, name: str, domain: str | None, provreq_uid: str, provreq_key: str,
-                  boots_at: str | None = None) -> dict:
-    """The Node object of a new node of `pool` (in topology domain `domain`, if any).
+def node_manifest(pool: Pool, name: str, domain: str | None = None, provreq_uid: str = "", provreq_key: str = "",
+                  boots_at: str | None = None, batch: int = 0, kwok_provider_template: bool = False) -> dict:
+    """The one Node builder: a node of `pool` (in topology domain `domain`, if any), as this fake creates it
+    for a request (its uid and namespace/name; `batch`: how many nodes that scale-up made).
 
-    With `boots_at` (an RFC 3339 time, or "never") the node is a VM still booting: it carries
-    the not-ready taint a kubelet registers with and the time it becomes Ready, which KWOK's
-    node-initialize stage (manifests/kwok/node-initialize.yaml) waits for."""
+    With `boots_at` (an RFC 3339 time, or "never") the node is a VM still booting: it carries the not-ready
+    taint a kubelet registers with and the time it becomes Ready, which KWOK's node-initialize stage
+    (manifests/kwok/node-initialize.yaml) waits for.
+
+    With kwok_provider_template=True it is instead the template the real autoscaler's kwok provider makes its
+    nodes from (demo/realca/provider.py), differing only where the provider needs it: no kubernetes.io/hostname
+    (the provider copies template labels verbatim: every node would share one hostname), none of this fake's
+    marks (managed label, request annotations, providerID: the provider sets kwok:<name>), the group's
+    min/max counts, and no status.conditions (kwok's node-initialize stage makes the node Ready), except for a
+    pool whose VMs never boot: the template then carries boots-at "never", so that stage never does."""
     labels = dict(pool.labels)
-    labels.update({HOSTNAME_LABEL: name, OS_LABEL: "linux", "type": "kwok",
-                   MANAGED_LABEL: "true", POOL_LABEL: pool.name})
+    labels.update({OS_LABEL: "linux", "type": "kwok", POOL_LABEL: pool.name})
+    taints = taint_dicts(pool)
+    status: dict = {"capacity": dict(pool.capacity), "allocatable": dict(pool.allocatable)}
+    if kwok_provider_template:
+        # the provider writes into this map without creating it: it must exist (min/max guarantee it)
+        annotations = {KWOK_MIN_COUNT_ANNOTATION: str(pool.min_nodes), KWOK_MAX_COUNT_ANNOTATION: str(pool.max_nodes)}
+        if pool.boot_seconds == FOREVER:     # copied onto every node: KWOK's node stage never makes it Ready
+            annotations[BOOTS_AT_ANNOTATION] = NEVER_BOOTS
+        status["nodeInfo"] = {"operatingSystem": "linux"}
+        return NODE.new(name, labels=labels, annotations=annotations, spec={"taints": taints}, status=status)
+    labels.update({HOSTNAME_LABEL: name, MANAGED_LABEL: "true"})
     if domain:
         if not pool.topology_label:
             raise ValueError(f"pool {pool.name} has no topology; cannot place node {name} in domain {domain}")
         labels[pool.topology_label] = domain
-    taints = taint_dicts(pool)
-    annotations = {KWOK_NODE_ANNOTATION: "fake", POOL_LABEL: pool.name,
-                   PROVREQ_UID_ANNOTATION: provreq_uid, PROVREQ_ANNOTATION: provreq_key}
-    status: dict = {"capacity": dict(pool.capacity), "allocatable": dict(pool.allocatable),
-                    "nodeInfo": {"kubeletVersion": "fake"}}
+    annotations = {KWOK_NODE_ANNOTATION: "fake", POOL_LABEL: pool.name}
+    # the marks of the request a node is made for (the planner's template of a node to come has none)
+    for key, value in ((PROVREQ_UID_ANNOTATION, provreq_uid), (PROVREQ_ANNOTATION, provreq_key)):
+        if value:
+            annotations[key] = value
+    if batch:
+        annotations[BATCH_ANNOTATION] = str(batch)
+    status["nodeInfo"] = {"kubeletVersion": "fake"}
     if boots_at:
         annotations[BOOTS_AT_ANNOTATION] = boots_at
         taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
         # Ready=False as a kubelet reports while it starts; without a Ready condition the node
         # lifecycle controller would lift the not-ready taint at once
-        status["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+        status["conditions"] = [{"type": NODE_READY, "status": "False", "reason": "KubeletNotReady",
                                  "message": "the VM is booting (fake-ca)"}]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": labels,
-            "annotations": annotations,
-        },
-        "spec": {"providerID": f"kwok:{name}", "taints": taints},
-        "status": status,
-    }
+    return NODE.new(name, labels=labels, annotations=annotations, spec={"providerID": f"kwok:{name}", "taints": taints},
+                    status=status)
 
 
 def pool_of_node(node: dict, pools: list[Pool]) -> Pool | None:
     """The pool a Node belongs to, by its POOL_LABEL; None for nodes of no (known) pool."""
-    name = labels_of(node).get(POOL_LABEL)
+    name = nodes_.pool_of(node)
     return next((p for p in pools if p.name == name), None)

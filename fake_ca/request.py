@@ -10,12 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from demo.k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, GPU, TOPOLOGY_LEVEL_LABEL
-from demo.k8s.quantity import MAX_MILLI, parse_quantity
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, GPU, PARAM_PROCESSOR_INSTANCE, TOPOLOGY_LEVEL_LABEL
+from k8s.quantity import MAX_MILLI, parse_quantity
 
-from .conditions import R_FAILED_TO_CREATE_PODS, R_INVALID_REQUEST
+from .conditions import Reason
 
 SUPPORTED_CLASSES = frozenset({BEST_EFFORT_ATOMIC, CHECK_CAPACITY})
+
+
+def supported(provreq: dict) -> bool:
+    """Whether the autoscaler handles this request (provisioningrequest.SupportedProvisioningClass of one run
+    without --check-capacity-processor-instance, as this fake always is): best-effort-atomic, and check-capacity
+    unless parameters.processorInstance names an instance (another autoscaler's)."""
+    spec = provreq.get("spec") if isinstance(provreq, dict) and isinstance(provreq.get("spec"), dict) else {}
+    cls = spec.get("provisioningClassName")
+    params = spec.get("parameters") if isinstance(spec.get("parameters"), dict) else {}
+    return cls == BEST_EFFORT_ATOMIC or (cls == CHECK_CAPACITY and not params.get(PARAM_PROCESSOR_INSTANCE))
 MAX_PODSETS = 32                 # API limit on spec.podSets
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
@@ -62,7 +72,7 @@ class Request:
         return any(ps.topology for ps in self.podsets)
 
 
-def _err(message: str, reason: str = R_FAILED_TO_CREATE_PODS):
+def _err(message: str, reason: str = Reason.FAILED_TO_CREATE_PODS):
     raise RequestError(reason, message)
 
 
@@ -264,39 +274,39 @@ def request_from_objects(provreq: dict, templates: dict[str, dict]) -> Request:
     The provisioning class is kept as is; deciding which classes to handle is the caller's job.
     """
     if not isinstance(provreq, dict):
-        _err("the ProvisioningRequest must be a mapping", R_INVALID_REQUEST)
+        _err("the ProvisioningRequest must be a mapping", Reason.INVALID_REQUEST)
     meta = provreq.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        _err("metadata.name: is required", R_INVALID_REQUEST)
+        _err("metadata.name: is required", Reason.INVALID_REQUEST)
     namespace = meta.get("namespace") or "default"
     if not isinstance(namespace, str):
-        _err("metadata.namespace: must be a string", R_INVALID_REQUEST)
+        _err("metadata.namespace: must be a string", Reason.INVALID_REQUEST)
     spec = provreq.get("spec")
     if not isinstance(spec, dict):
-        _err("spec: is required", R_INVALID_REQUEST)
+        _err("spec: is required", Reason.INVALID_REQUEST)
     class_name = spec.get("provisioningClassName") or ""
     if not isinstance(class_name, str):
-        _err("spec.provisioningClassName: must be a string", R_INVALID_REQUEST)
+        _err("spec.provisioningClassName: must be a string", Reason.INVALID_REQUEST)
 
     raw_sets = spec.get("podSets")
     if not isinstance(raw_sets, list) or not raw_sets:
-        _err("spec.podSets: must list at least one pod set", R_INVALID_REQUEST)
+        _err("spec.podSets: must list at least one pod set", Reason.INVALID_REQUEST)
     if len(raw_sets) > MAX_PODSETS:
-        _err(f"spec.podSets: at most {MAX_PODSETS} pod sets are allowed (got {len(raw_sets)})", R_INVALID_REQUEST)
+        _err(f"spec.podSets: at most {MAX_PODSETS} pod sets are allowed (got {len(raw_sets)})", Reason.INVALID_REQUEST)
     refs: list[tuple[str, int]] = []
     for i, ps in enumerate(raw_sets):
         ref = ps.get("podTemplateRef") if isinstance(ps, dict) else None
         name = ref.get("name") if isinstance(ref, dict) else None
         if not isinstance(name, str) or not name:
-            _err(f"spec.podSets[{i}].podTemplateRef.name: is required", R_INVALID_REQUEST)
+            _err(f"spec.podSets[{i}].podTemplateRef.name: is required", Reason.INVALID_REQUEST)
         count = ps.get("count")
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            _err(f"spec.podSets[{i}].count: must be an integer >= 1 (got {count!r})", R_INVALID_REQUEST)
+            _err(f"spec.podSets[{i}].count: must be an integer >= 1 (got {count!r})", Reason.INVALID_REQUEST)
         refs.append((name, count))
 
     parameters = spec.get("parameters") or {}
     if not is_str_map(parameters):
-        _err("spec.parameters: must map strings to strings", R_INVALID_REQUEST)
+        _err("spec.parameters: must map strings to strings", Reason.INVALID_REQUEST)
 
     missing = [name for name, _ in refs if name not in templates]
     if missing:
@@ -307,9 +317,10 @@ def request_from_objects(provreq: dict, templates: dict[str, dict]) -> Request:
                    class_name=class_name, podsets=podsets, parameters=dict(parameters))
 
 
-def gang_request(namespace: str, name: str, count: int, gpus_per_pod: int, cpu: str = "8", memory: str = "64Gi",
+def gang_request(count: int, gpus_per_pod: int, cpu: str = "8", memory: str = "64Gi",
                  node_selector: dict | None = None, tolerations: list[dict] | None = None) -> Request:
-    """A synthetic best-effort-atomic request of `count` identical pods (podset "main")."""
+    """A synthetic best-effort-atomic request of `count` identical pods (podset "main"), of no object: its
+    namespace, name and uid are empty."""
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         _err(f"count must be an integer >= 1 (got {count!r})")
     if isinstance(gpus_per_pod, bool) or not isinstance(gpus_per_pod, int) or gpus_per_pod < 0:
@@ -324,4 +335,4 @@ def gang_request(namespace: str, name: str, count: int, gpus_per_pod: int, cpu: 
     if not is_str_map(node_selector or {}):
         _err("nodeSelector must map strings to strings")
     ps = PodSet("main", count, requests, dict(node_selector or {}), tols)      # no affinity, no topology
-    return Request(namespace, name, "", BEST_EFFORT_ATOMIC, [ps])
+    return Request("", "", "", BEST_EFFORT_ATOMIC, [ps])

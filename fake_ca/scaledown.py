@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from demo.k8s.keys import FAILED, MANAGED_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION, UNNEEDED_ANNOTATION
-from demo.k8s.objects import annotations, is_true, labels, parse_time, seconds_since
+from k8s.keys import FAILED, MANAGED_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION
+from k8s.objects import annotations, is_true, labels, parse_time, seconds_since, spec
 
 from .booking import books
 from .nodes import booting
@@ -19,10 +20,26 @@ def unneeded_for(node: dict, now: datetime) -> float | None:
     return seconds_since(parse_time(annotations(node).get(UNNEEDED_ANNOTATION)), now)
 
 
+def tainted_for(node: dict, now: datetime) -> float | None:
+    """Seconds since the node was tainted ToBeDeletedByClusterAutoscaler (its value: unix seconds, as the real
+    autoscaler writes it), None when it is not; one whose value is no time as tainted long enough."""
+    for t in spec(node).get("taints") or []:
+        if isinstance(t, dict) and t.get("key") == TO_BE_DELETED_TAINT:
+            value = t.get("value")
+            return max(0.0, now.timestamp() - int(value)) if isinstance(value, str) and value.isdigit() else math.inf
+    return None
+
+
+def taint_value(now: datetime) -> str:
+    return str(int(now.timestamp()))
+
+
 @dataclass
 class ScaleDown:
     mark: list[str] = field(default_factory=list)       # start the unneeded timer (annotation)
     clear: list[str] = field(default_factory=list)      # node is needed again
+    taint: list[str] = field(default_factory=list)      # deletion starts: taint ToBeDeletedByClusterAutoscaler
+    untaint: list[str] = field(default_factory=list)    # a tainted node is needed again
     delete: list[str] = field(default_factory=list)
     why: dict[str, str] = field(default_factory=dict)
 
@@ -41,14 +58,16 @@ def _busy(node_name: str, pods: list[dict]) -> bool:
 
 def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
                now: datetime, unneeded_seconds: float,
-               booked: Callable[[], set[str]] = frozenset) -> ScaleDown:
+               booked: Callable[[], set[str]] = frozenset, delete_delay: float = 0.0) -> ScaleDown:
     """Nodes this fake created are kept while their request's booking lasts (or while it is
     still being provisioned), and while booked pods of any request occupy them (`booked()`:
     planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot; asked
     only once a node is otherwise unneeded, since placing every booked pod is the costly part);
     afterwards a node with no running non-daemon pods for longer than `unneeded_seconds` is deleted
-    (core/scaledown/unneeded: since + unneeded time Before now), never below the pool's min.  Nodes
-    still booting are not candidates: --max-node-provision-time deals with them."""
+    (core/scaledown/unneeded: since + unneeded time Before now), never below the pool's min: like the real
+    actuator, with `delete_delay` (--node-delete-delay-after-taint) first tainted ToBeDeletedByClusterAutoscaler
+    and deleted once tainted that long.  Nodes still booting are not candidates: --max-node-provision-time
+    deals with them."""
     out = ScaleDown()
     occupied: set[str] | None = None
     size: dict[str, int] = {}
@@ -68,9 +87,12 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
             occupied = booked() if occupied is None else occupied
             needed = name in occupied
         since = unneeded_for(n, now)
+        tainted = tainted_for(n, now)
         if needed:
             if UNNEEDED_ANNOTATION in ann:
                 out.clear.append(name)
+            if tainted is not None:
+                out.untaint.append(name)
             continue
         if since is None:
             out.mark.append(name)
@@ -79,8 +101,12 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         if since > unneeded_seconds:
             if p and size[p.name] <= p.min_nodes:
                 continue
-            out.delete.append(name)
-            out.why[name] = f"unneeded for {since:.0f}s (no running pods, booking over)"
             if p:
                 size[p.name] -= 1
+            if delete_delay > 0 and tainted is None:
+                out.taint.append(name)
+            elif tainted is None or tainted >= delete_delay:
+                out.delete.append(name)
+                out.why[name] = f"unneeded for {since:.0f}s (no running pods, booking over)" + (
+                    f", tainted {TO_BE_DELETED_TAINT} {tainted:.0f}s ago" if tainted is not None else "")
     return out

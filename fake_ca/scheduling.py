@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from demo.k8s.keys import NODE_READY
-from demo.k8s.objects import deleting as is_deleting
-from demo.k8s.objects import is_true
-from demo.k8s.objects import labels as labels_of
-from demo.k8s.objects import name as obj_name
-from demo.k8s.quantity import parse_quantity
+from k8s import node as nodes_
+from k8s.objects import deleting as is_deleting
+from k8s.objects import labels as labels_of
+from k8s.objects import name as obj_name
+from k8s.quantity import parse_quantity
 
 from .request import PodSet, add_requests, is_int, pod_requests
 
@@ -22,7 +21,7 @@ _SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 def _ready(node: dict) -> bool:
-    return is_true(node, NODE_READY)
+    return nodes_.ready(node)
 
 
 def _requirement_matches(r: dict, value: str | None) -> bool:

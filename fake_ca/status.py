@@ -8,20 +8,22 @@ from datetime import datetime
 
 import yaml
 
-from demo.k8s.keys import CA_STATUS, CA_STATUS_KEY, GROUP_BACKOFF, NODE_READY, POOL_LABEL
-from demo.k8s.objects import deleting, format_time, is_true, labels
+from k8s import node as nodes_
+from k8s.keys import CA_STATUS, CA_STATUS_KEY, GROUP_BACKOFF
+from k8s.objects import format_time
+from k8s.resources import CONFIG_MAP
 
 from .backoff import GroupBackoff, backed_off
 from .nodes import booting
 from .pools import Pool
 
 
-def status(pools: list[Pool], nodes: list[dict], groups: dict[str, GroupBackoff], now: datetime) -> dict:
+def status_document(pools: list[Pool], nodes: list[dict], groups: dict[str, GroupBackoff], now: datetime) -> dict:
     """The status document (without its time: compare two of them to know whether anything changed)."""
     out = []
     for p in pools:
-        mine = [n for n in nodes if labels(n).get(POOL_LABEL) == p.name and not deleting(n)]
-        ready = sum(1 for n in mine if is_true(n, NODE_READY))
+        mine = nodes_.of_pool(nodes, p.name)
+        ready = sum(1 for n in mine if nodes_.ready(n))
         g = groups.get(p.name)
         scale_up: dict = {"status": "NoActivity"}
         if any(booting(n) for n in mine):
@@ -45,15 +47,15 @@ def scale_up_states(doc: dict) -> list:
 
 
 def configmap(doc: dict, now: datetime) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": CA_STATUS[1], "namespace": CA_STATUS[0]},
-            "data": {CA_STATUS_KEY: yaml.safe_dump({"time": format_time(now), **doc}, sort_keys=False)}}
+    return CONFIG_MAP.new(CA_STATUS[1], CA_STATUS[0],
+                          data={CA_STATUS_KEY: yaml.safe_dump({"time": format_time(now), **doc}, sort_keys=False)})
 
 
 def group_backoff(cm: dict | None, pool: str) -> dict | None:
     """The scaleUp entry of `pool` if it is backed off, read from a status ConfigMap; None otherwise."""
+    text = ((cm or {}).get("data") or {}).get(CA_STATUS_KEY)
     try:
-        doc = yaml.safe_load(((cm or {}).get("data") or {}).get(CA_STATUS_KEY) or "") or {}
+        doc = yaml.safe_load(text) if text else {}
     except yaml.YAMLError:
         return None
     for g in doc.get("nodeGroups") or [] if isinstance(doc, dict) else []:

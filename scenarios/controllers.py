@@ -11,9 +11,9 @@ from pathlib import Path
 
 from demo.cluster import procs
 from demo.cluster.state import State
-from demo.k8s import heartbeat
-from demo.k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE
-from demo.paths import REPO, shown, state_root
+from k8s import heartbeat
+from k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE
+from k8s.paths import REPO, shown, state_root
 
 from .harness import Context, ScenarioFailed
 
@@ -36,7 +36,9 @@ class Controller:
 
     def start(self, kubeconfig: str) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        procs.start([sys.executable, "-m", "demo", *self.args, "--kubeconfig", kubeconfig], self.pidfile,
+        args = list(self.args)
+        at = args.index("--") if "--" in args else len(args)      # after "--": the wrapped binary's own flags
+        procs.spawn([sys.executable, "-m", "cli", *args[:at], "--kubeconfig", kubeconfig, *args[at:]], self.pidfile,
                     self.logfile, env=env, cwd=REPO)
 
     def stop(self) -> None:
@@ -61,13 +63,20 @@ def controllers_dir() -> Path:
     return d
 
 
+def _files(ctx: Context, lease: str) -> tuple[Path, Path]:
+    """A controller's pid and log file: named after its Lease, and for a MultiKueue worker's, after the worker too
+    (each worker's cluster has its own Lease of the same name)."""
+    stem = f"{ctx.cluster}-{lease}" if ctx.cluster else lease
+    d = controllers_dir()
+    return d / f"{stem}.pid", d / f"{stem}.log"
+
+
 def ensure_controller(ctx: Context, lease: str, args: list[str], label: str, timeout: float = 30) -> Controller | None:
     """Use a controller that already runs (its Lease is fresh), else start one in the background."""
     if heartbeat.alive(ctx.k, lease):
         ctx.say(f"  {label}: already running (Lease {SYSTEM_NAMESPACE}/{lease} is fresh); using it")
         return None
-    d = controllers_dir()
-    c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
+    c = Controller(lease, controller_args(ctx, args), *_files(ctx, lease))
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
     ctx.wait(lambda: heartbeat.alive(ctx.k, lease) or (procs.read_pid(c.pidfile) is None and "dead"), timeout,
@@ -80,8 +89,7 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str, tim
 
 def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout: float = 30) -> Controller:
     """A controller instance of the scenario's own (race instances): always freshly started."""
-    d = controllers_dir()
-    c = Controller(lease, controller_args(ctx, args), d / f"{lease}.pid", d / f"{lease}.log")
+    c = Controller(lease, controller_args(ctx, args), *_files(ctx, lease))
     c.stop()
     c.logfile.unlink(missing_ok=True)
     c.start(ctx.kubeconfig)

@@ -15,13 +15,17 @@ from pathlib import Path
 
 from demo.jobs.preflight import Gang
 from demo.jobs.render import job_template, new_name, render_job
-from demo.k8s.client import Kube
-from demo.k8s.keys import DEMO_NAMESPACE, DEMO_POOL, JOB_UID_LABEL, POOL_LABEL, PROFILE, UPSTREAM_PREFIX
-from demo.k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, PROVREQ, WORKLOAD
-from demo.paths import REPO
+from k8s import node as nodes_
+from k8s import workload as workloads
+from k8s.client import Kube
+from k8s.keys import DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, SCENARIO_PREFIXES, SPECS_NAMESPACE
+from k8s.paths import RUNS
+from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, PROVREQ, PROVREQ_CONFIG,
+                           RESOURCE_FLAVOR, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
 from demo.timeline.log import EventLog
 
 NS = DEMO_NAMESPACE
+NAMESPACES = (DEMO_NAMESPACE, SPECS_NAMESPACE)      # where scenarios make Jobs, Workloads and LocalQueues
 
 
 class ScenarioFailed(AssertionError):
@@ -52,7 +56,7 @@ class Context:
     kubeconfig: str
     auto: bool = True
     out: object = sys.stdout
-    runs_dir: Path = REPO / "runs"
+    runs_dir: Path = RUNS
     checks: list[Check] = field(default_factory=list)
     started: list = field(default_factory=list)     # controllers.Controller started by this context
     impersonate: bool = False      # run controllers as their least-privilege ServiceAccounts (tests)
@@ -60,6 +64,9 @@ class Context:
     name: str = ""
     autoscaler: str = "fake"       # which autoscaler answers: "fake" (fake_ca) or "real" (`tau-demo real-ca`)
     verdicts: list = field(default_factory=list)     # upstream scenarios: does the report reproduce here?
+    title: str = ""                # the scenario being told (its header), for the live page
+    spec_results: list = field(default_factory=list)     # Kueue's specs: what each one showed (kueue_specs.kit)
+    cluster: str = ""              # a MultiKueue worker's context: the worker's name (its controllers' files say it)
 
     def injected(self, params: dict) -> dict:
         """ProvisioningRequest parameters that inject a fault into the fake autoscaler; none against the real
@@ -71,6 +78,7 @@ class Context:
         print(text, file=self.out, flush=True)
 
     def header(self, title: str) -> None:
+        self.title = title
         self.say()
         self.say("=" * 78)
         self.say(f"  {title}")
@@ -96,11 +104,21 @@ class Context:
         return new_name(prefix)
 
     def submit(self, name: str, gang: str = "2x8", duration: str = "10s", deadline: str | None = None,
-               provreq: dict | None = None, annotations: dict | None = None, profile: str = PROFILE) -> dict:
-        job = render_job(job_template(), name, NS, profile, Gang.parse(gang), duration, deadline, provreq or {},
+               provreq: dict | None = None, annotations: dict | None = None, profile: str = PROFILE,
+               namespace: str = NS, shape=None) -> dict:
+        """Submit the researcher's Job (manifests/gpu-job.yaml).  `shape(job)`, if given, changes the rendered Job
+        before it is created (another pod shape, labels)."""
+        job = render_job(job_template(), name, namespace, profile, Gang.parse(gang), duration, deadline, provreq or {},
                          annotations)
-        created = self.k.create(JOB, job, NS)
-        self.say(f"  job {NS}/{name} submitted ({gang} GPU"
+        if shape is not None:
+            shape(job)
+        created = self.k.create(JOB, job, namespace)
+        what = f"{gang} GPU"
+        if shape is not None:         # say what was submitted, not what the gang said
+            c = job["spec"]["template"]["spec"]["containers"][0]
+            what = f"{job['spec'].get('parallelism')} pod(s) of " + ", ".join(
+                f"{r} {q}" for r, q in (c.get("resources", {}).get("requests") or {}).items())
+        self.say(f"  job {namespace}/{name} submitted ({what}"
                  f"{f', deadline {deadline}' if deadline else ''}"
                  f"{''.join(f', {k}={v}' for k, v in (provreq or {}).items())})")
         return created
@@ -109,32 +127,40 @@ class Context:
         return poll_until(pred, timeout, what, interval)
 
     def pool_nodes(self, pool: str = DEMO_POOL) -> list[dict]:
-        nodes, _ = self.k.list(NODE, label_selector=f"{POOL_LABEL}={pool}")
-        return [n for n in nodes if not n["metadata"].get("deletionTimestamp")]
+        """The pool's live nodes, read now."""
+        return nodes_.of_pool(self.k.list(NODE, label_selector=f"{POOL_LABEL}={pool}")[0], pool)
+
+    def autoscaler_nodes(self) -> list[dict]:
+        """The live nodes of every pool (the autoscaler's node groups), read now."""
+        return [n for n in self.k.list(NODE, label_selector=POOL_LABEL)[0] if nodes_.live(n)]
 
     def wait_pool_empty(self, timeout: float = 120) -> None:
-        self.wait(lambda: not self.pool_nodes(), timeout, "the pool to scale back to 0")
+        self.wait(lambda: not self.autoscaler_nodes(), timeout, "the pools to scale back to 0")
 
-    def delete_job(self, name: str, wait: bool = True) -> None:
-        job = self.k.get_or_none(JOB, name, NS)
+    def delete_job(self, name: str, wait: bool = True, namespace: str = NS) -> None:
+        job = self.k.get_or_none(JOB, name, namespace)
         if job is None:
             return
-        self.k.delete(JOB, name, NS, propagation="Foreground")
+        self.k.delete(JOB, name, namespace, propagation="Foreground")
         if wait:
             uid = job["metadata"]["uid"]
-            self.wait(lambda: not self.k.list(WORKLOAD, NS, label_selector=f"{JOB_UID_LABEL}={uid}")[0]
-                      and self.k.get_or_none(JOB, name, NS) is None, 60, f"job {name} and its Workload to go")
+            self.wait(lambda: not self.k.list(WORKLOAD, namespace, label_selector=workloads.job_selector(uid))[0]
+                      and self.k.get_or_none(JOB, name, namespace) is None, 60, f"job {name} and its Workload to go")
 
     def leftovers(self) -> list[str]:
         """Objects a finished scenario must not leave behind."""
         out = []
-        for res in (JOB, WORKLOAD, PROVREQ):
-            items, _ = self.k.list(res, NS)
-            out += [f"{res.kind} {i['metadata']['name']}" for i in items]
-        out += [f"Node {n['metadata']['name']}" for n in self.pool_nodes()]
-        for res, ns in ((LOCAL_QUEUE, NS), (CLUSTER_QUEUE, None), (ADMISSION_CHECK, None)):   # upstream scenarios'
+        for ns in NAMESPACES:
+            for res in (JOB, WORKLOAD, PROVREQ):
+                items, _ = self.k.list(res, ns)
+                out += [f"{res.kind} {i['metadata']['name']}" for i in items]
+        out += [f"Node {n['metadata']['name']}" for n in self.autoscaler_nodes()]
+        scoped = [(LOCAL_QUEUE, ns) for ns in NAMESPACES] + [
+            (res, None) for res in (CLUSTER_QUEUE, ADMISSION_CHECK, RESOURCE_FLAVOR, PROVREQ_CONFIG,
+                                    WORKLOAD_PRIORITY_CLASS)]
+        for res, ns in scoped:            # the upstream scenarios' and the Kueue specs' own objects
             out += [f"{res.kind} {i['metadata']['name'][:60]}" for i in self.k.list(res, ns)[0]
-                    if i["metadata"]["name"].startswith(UPSTREAM_PREFIX)]
+                    if i["metadata"]["name"].startswith(SCENARIO_PREFIXES)]
         return out
 
     def event_log(self, label: str) -> tuple[EventLog, Path]:

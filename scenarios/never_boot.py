@@ -16,19 +16,21 @@ admits; but the VMs never register.  What bounds the wait, layer by layer:
 
 from __future__ import annotations
 
-from demo.deadline import protocol as dl
 from demo.jobs.watch import follow
-from demo.k8s.keys import (ADMITTED, CA_STATUS, DEMO_POOL, EVICTED, NEVER_BOOTS, PARAM_BOOT_SECONDS,
-                           PODS_READY_TIMEOUT, PROVISIONED)
-from demo.k8s.objects import condition, is_true, uid
-from demo.k8s.resources import CONFIG_MAP
-from demo.paths import shown
 from demo.timeline import svg
-from fake_ca.conditions import R_NOT_FOUND
+from fake_ca.conditions import Reason
 from fake_ca.status import group_backoff
+from k8s import workload as workloads
+from k8s.duration import parse_duration
+from k8s.keys import (CA_STATUS, DEMO_POOL, EVICTED, NEVER_BOOTS, PARAM_BOOT_SECONDS, PODS_READY_TIMEOUT,
+                           PROVISIONED, PROVREQ_UID_ANNOTATION)
+from k8s.objects import annotations, condition, is_true, uid
+from k8s.paths import shown
+from k8s.resources import CONFIG_MAP
 
 from .harness import NS, Context
-from .recorder import Recorder
+from .record import Scenario
+from .recorder import Recorder, check_commit_bound
 
 TITLE = "Beyond the design: the nodes never boot"
 DEADLINE = "70s"
@@ -50,11 +52,11 @@ def run(ctx: Context) -> None:
 
         ctx.step("Provisioned=True as soon as the nodes are requested; Kueue admits; the pods wait for nodes "
                  "that stay NotReady")
-        ctx.wait(lambda: rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)), 60,
+        ctx.wait(lambda: rec.ever(lambda s: s.workload is not None and workloads.admitted(s.workload)), 60,
                  "Kueue to admit")
         first = rec.samples[-1][1]
         first_nodes = {n["metadata"]["name"] for n in first.nodes
-                       if any(n["metadata"].get("annotations", {}).get("fake-ca.tau-demo.io/provreq-uid") == uid(p)
+                       if any(annotations(n).get(PROVREQ_UID_ANNOTATION) == uid(p)
                               for p in first.provreqs)}
         ctx.check(len(first_nodes) == 2 and any(is_true(p, PROVISIONED) for p in first.provreqs),
                   f"the autoscaler requested 2 nodes and wrote Provisioned=True at once ({', '.join(sorted(first_nodes))})")
@@ -69,7 +71,7 @@ def run(ctx: Context) -> None:
         ctx.check(why.startswith(f"Scale-up timed out for node group {DEMO_POOL}"),
                   "the autoscaler reports node group gpupool in Backoff because its nodes did not register")
         still = rec.samples[-1][1]
-        ctx.check(any(is_true(p, PROVISIONED) for p in still.provreqs) and is_true(still.workload, ADMITTED),
+        ctx.check(any(is_true(p, PROVISIONED) for p in still.provreqs) and workloads.admitted(still.workload),
                   "the ProvisioningRequest stays Provisioned=True and the Workload Admitted: "
                   "retryStrategy has nothing to react to")
 
@@ -84,7 +86,7 @@ def run(ctx: Context) -> None:
         def not_found_again():
             s = rec.samples[-1][1]
             return next((p for p in s.provreqs if uid(p) not in first_uids
-                         and (condition(p, PROVISIONED) or {}).get("reason") == R_NOT_FOUND), None)
+                         and (condition(p, PROVISIONED) or {}).get("reason") == Reason.NOT_FOUND), None)
         again = ctx.wait(not_found_again, 60, "a new ProvisioningRequest with CapacityIsNotFound")
         ctx.check(pool_backoff(ctx) is not None,
                   f"{again['metadata']['name']}: Provisioned=False/CapacityIsNotFound while node group gpupool "
@@ -94,10 +96,11 @@ def run(ctx: Context) -> None:
         view = follow(ctx.k, NS, name, "finished", timeout=120, out=ctx.out, live=False)
         ctx.check(view.outcome == "failed" and "admission deadline" in view.reason,
                   f"the watch ends failed: {view.reason}")
-        wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and dl.committed_timeout(w) and w, 30,
+        wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and workloads.committed_timeout(w) and w, 30,
                       "the committed timeout")
-        ctx.check(dl.committed_timeout(wl) and wl["spec"].get("active") is False,
+        ctx.check(workloads.committed_timeout(wl) and not workloads.active(wl),
                   "caught by layer 3: the timeout is committed on the Workload (spec.active=false)")
+        check_commit_bound(ctx, rec, deadline_at=rec.job_created_at() + parse_duration(DEADLINE))
         ctx.check(not rec.ever(lambda s: any(p.get("status", {}).get("phase") == "Running" for p in s.pods)),
                   "no pod ever ran")
 
@@ -109,3 +112,11 @@ def run(ctx: Context) -> None:
     ctx.check(pool_backoff(ctx) is None and not ctx.pool_nodes(), "the pool is empty and out of backoff")
     picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)
     ctx.say(f"  timeline: {shown(picture)}")
+
+
+SCENARIOS = (
+    Scenario("never-boot", "beyond",
+             "the VMs never boot: waitForPodsReady requeues without limit; the deadline ends it", run,
+             needs_fake="it needs VMs that never register (fakeCABootSeconds=never): the kwok provider's nodes "
+                        "are Ready at once"),
+)

@@ -1,7 +1,7 @@
 """Race path: Kueue admits at the very moment the admission deadline fires.
 
 The interleavings are made deterministic with the deadline controller's pause points
-(demo/k8s/hooks.py), not with sleeps: the scenario arms a point, waits until the controller
+(k8s/hooks.py), not with sleeps: the scenario arms a point, waits until the controller
 is parked there, changes the world, then releases it (or kills it with SIGKILL).
 
 1. Admission wins: the controller has read the Workload (quota reserved, check pending)
@@ -21,20 +21,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from demo.deadline import protocol as dl
 from demo.jobs import observe
-from demo.k8s import hooks
-from demo.k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEACTIVATED, DEADLINE_CLASS_ANNOTATION, EVICTED,
-                           PARAM_STOCKOUT, PROVISIONED, QUOTA_RESERVED, TERMINAL_TIME_ANNOTATION)
-from demo.k8s.objects import annotations, condition, created_at, is_true
-from demo.k8s.resources import PROVREQ
-from demo.paths import shown
 from demo.timeline import svg
+from k8s import hooks
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s.keys import (CLEANUP_AFTER_ANNOTATION, DEACTIVATED, DEADLINE_CLASS_ANNOTATION, EVICTED, PARAM_STOCKOUT,
+                           PROVISIONED, TERMINAL_TIME_ANNOTATION)
+from k8s.objects import annotations, condition, created_at, is_true
+from k8s.paths import shown
+from k8s.resources import PROVREQ
 
 from .controllers import Controller, start_private
-
 from .harness import NS, Context
-from .recorder import Recorder
+from .record import Scenario
+from .recorder import Recorder, check_commit_bound
 
 CLASS_ANNOTATION = DEADLINE_CLASS_ANNOTATION
 
@@ -58,7 +59,7 @@ def capacity_back_after(seconds: float) -> dict[str, str]:
 
 def admitted_now(ctx: Context, rec: Recorder) -> bool:
     s = rec.samples[-1][1] if rec.samples else None
-    return bool(s and s.workload and is_true(s.workload, ADMITTED))
+    return bool(s and s.workload and workloads.admitted(s.workload))
 
 
 # ---------------------------------------------------------------------------- 1 and 3
@@ -84,8 +85,8 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
             snap = observe.snapshot(ctx.k, NS, name)
-            ctx.check(snap.workload is not None and is_true(snap.workload, QUOTA_RESERVED)
-                      and not is_true(snap.workload, ADMITTED),
+            ctx.check(snap.workload is not None and workloads.quota_reserved(snap.workload)
+                      and not workloads.admitted(snap.workload),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
             ctx.step("Meanwhile capacity comes back: the autoscaler's retry provisions and Kueue admits")
             ctx.wait(lambda: admitted_now(ctx, rec), 60, "Kueue to admit the Workload")
@@ -103,15 +104,19 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             seen = len(rec.samples)
             ctx.wait(lambda: len(rec.samples) >= seen + 3, 10, "the recorder to see the end")
         job_seen = [s.job for _, s in rec.samples if s.job is not None]
+        views = rec.views()
+        failed_views = [(t, v) for t, v in views if v.outcome == "failed"]
         facts = {
+            "views": len(views),
+            "watch_failed": failed_views[0][1].reason if failed_views else "",
             "name": name,
             "log": ctl.log_text(),
-            "marked": any(dl.mirrored(j) for j in job_seen),
-            "cleanup_armed": any(dl.cleanup_after(j) for j in job_seen),
+            "marked": any(jobs.mirrored(j) for j in job_seen),
+            "cleanup_armed": any(jobs.cleanup_after(j) for j in job_seen),
             "deleted_by_controller": rec.samples[-1][1].job is None,
             "started": rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False and s.pods),
-            "admitted": rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)),
-            "committed": rec.ever(lambda s: s.workload is not None and dl.committed_timeout(s.workload)),
+            "admitted": rec.ever(lambda s: s.workload is not None and workloads.admitted(s.workload)),
+            "committed": rec.ever(lambda s: s.workload is not None and workloads.committed_timeout(s.workload)),
             "succeeded": any(((j.get("status") or {}).get("succeeded") or 0) >= 2 for j in job_seen),
             "svg": str(log_path.with_suffix(".svg")),
         }
@@ -133,6 +138,8 @@ def scenario_admission_wins(ctx: Context) -> None:
     ctx.check(not f["marked"], "the Job was never marked terminal")
     ctx.check(not f["cleanup_armed"], "no cleanup was armed")
     ctx.check(not f["committed"], "the Workload never carried a timeout decision")
+    ctx.check(not f["watch_failed"], f"what `tau-demo watch` shows, derived at each of the {f['views']} changes the "
+                                     "watch saw during the race, never called the Job failed or timed out")
     ctx.say(f"  timeline: {shown(f['svg'])}")
 
 
@@ -144,11 +151,14 @@ def scenario_legacy(ctx: Context) -> None:
                                              "created and waited for the nodes to boot")
     ctx.check(f["marked"], "BUG REPRODUCED: the admitted, running Job was marked AdmissionTimeout")
     ctx.check(f["deleted_by_controller"], "BUG REPRODUCED: TTL cleanup deleted the admitted Job")
+    ctx.check(bool(f["watch_failed"]), f"BUG REPRODUCED: `tau-demo watch` showed the running Job as failed "
+                                       f"({f['watch_failed']})")
     ctx.say(f"  timeline: {shown(f['svg'])}")
     ctx.step("The same interleaving under the committed protocol")
     g = admission_wins(ctx, "committed")
     ctx.check(not g["marked"] and not g["deleted_by_controller"] and g["succeeded"],
               "FIXED: the Job is not marked, not deleted, and succeeds")
+    ctx.check(not g["watch_failed"], f"FIXED: `tau-demo watch` never showed it failed ({g['views']} changes derived)")
 
 
 # ---------------------------------------------------------------------------- 2
@@ -169,15 +179,14 @@ def scenario_timeout_wins(ctx: Context) -> None:
                        provreq=capacity_back_after(DEADLINE + 1), annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
+            check_commit_bound(ctx, rec, deadline_at=rec.job_created_at() + DEADLINE)
             live = observe.snapshot(ctx.k, NS, name)
-            ctx.check(dl.committed_timeout(live.workload) and not is_true(live.workload, ADMITTED)
-                      and not dl.mirrored(live.job),
+            ctx.check(workloads.committed_timeout(live.workload) and not workloads.admitted(live.workload)
+                      and not jobs.mirrored(live.job),
                       "the controller committed the timeout first, on the Workload only (paused right after)")
             ctx.step("Capacity comes back; Kueue has already evicted and deleted the request")
             back = created_at(live.job).timestamp() + DEADLINE + 1
             ctx.wait(lambda: time.time() >= back + 1, 30, "the moment capacity comes back")
-            ctx.check(not any(is_true(p, PROVISIONED) for p in observe.snapshot(ctx.k, NS, name).provreqs),
-                      "when capacity came back there was no request left to provision")
             hooks.release(hook_dir, "after-commit", key)
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "mirror, cleanup TTL and deletion")
             rec.mark("Job deleted by cleanup")
@@ -186,11 +195,18 @@ def scenario_timeout_wins(ctx: Context) -> None:
                   "Kueue evicted the Workload with reason Deactivated")
         ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
                   "the Job's spec.suspend stayed true throughout")
-        ctx.check(not rec.ever(lambda s: s.workload is not None and is_true(s.workload, ADMITTED)),
+        ctx.check(not rec.ever(lambda s: s.workload is not None and workloads.admitted(s.workload)),
                   "the Workload was never Admitted")
-        ctx.check(rec.ever(lambda s: dl.mirrored(s.job)), "the owner Job was mirrored (AdmissionTimeout)")
+        ctx.check(rec.ever(lambda s: jobs.mirrored(s.job)), "the owner Job was mirrored (AdmissionTimeout)")
         ok, seen = rec.cleaned_up_after_ttl()
         ctx.check(ok, f"cleanup deleted the Job after its TTL ({seen})")
+        made = rec.nodes_made_for_it()
+        ctx.check(not rec.ever(lambda s: any(is_true(p, PROVISIONED) for p in s.provreqs)) and not made,
+                  "over the whole window, from before the submission to the Job's deletion, no request of it was "
+                  f"ever Provisioned and no node was made for it, though capacity came back at {DEADLINE + 1}s "
+                  f"({', '.join(sorted(made)) or 'no node'})")
+        ctx.check(not any(v.outcome == "running" for _, v in rec.views()),
+                  "what `tau-demo watch` shows never had the Job running")
         ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
                  "the ProvisioningRequest to be gone")
         ctx.wait_pool_empty(120)
@@ -221,8 +237,8 @@ def interrupted(ctx: Context, point: str) -> dict:
             ctl.kill9()
             live = observe.snapshot(ctx.k, NS, name)          # read now, not the recorder's last sample
             job, wl = live.job, live.workload
-            at_kill = {"committed": dl.committed_timeout(wl), "mirrored": dl.mirrored(job),
-                       "armed": dl.cleanup_after(job) is not None}
+            at_kill = {"committed": workloads.committed_timeout(wl), "mirrored": jobs.mirrored(job),
+                       "armed": jobs.cleanup_after(job) is not None}
             ctx.say(f"  killed with SIGKILL {point}: {at_kill}")
             ctl2 = race_controller(ctx, cls, "committed", None)
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "the restarted controller to converge")
@@ -245,3 +261,21 @@ def scenario_interrupted_mirror(ctx: Context) -> None:
     ctx.check(r["mirror_writes"] == 1, "on restart the mirror was written exactly once")
     ctx.check(r["arm_writes"] == 1, "cleanup was armed exactly once, and the Job was cleaned up")
     ctx.check(not r["unsuspended"], "the Job was never unsuspended")
+
+
+_INJECTED_STOCKOUT = ("it times Kueue's admission against the deadline with an injected stock-out that ends "
+                      "(fakeCAStockout=SECONDS), which the real autoscaler has no knob for")
+SCENARIOS = (
+    Scenario("race-admission-wins", "race",
+             "Kueue admits while the deadline controller is about to commit: 409, it backs off",
+             scenario_admission_wins, needs_fake=_INJECTED_STOCKOUT),
+    Scenario("race-timeout-wins", "race", "the timeout is committed first: Kueue evicts, the Job never runs",
+             scenario_timeout_wins, needs_fake=_INJECTED_STOCKOUT),
+    Scenario("race-legacy", "race",
+             "the reviewed design's order marks and deletes a running Job; the committed protocol does not",
+             scenario_legacy, needs_fake=_INJECTED_STOCKOUT),
+    Scenario("race-interrupted-mirror", "race", "the controller killed after its commit converges on restart",
+             scenario_interrupted_mirror,
+             needs_fake="it pauses the deadline controller while an injected stockout (fakeCAStockout) keeps the "
+                        "Job pending"),
+)

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Callable
 
 from demo.deadline import protocol as dl
-from demo.k8s import hooks
-from demo.k8s.keys import ADMITTED, DECISION_TIME_ANNOTATION, PARAM_BOOT_SECONDS
-from demo.k8s.objects import is_true, parse_time
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s import hooks
+from k8s.keys import DECISION_TIME_ANNOTATION, PARAM_BOOT_SECONDS
+from k8s.objects import parse_time
 
 from .controllers import Controller
 from .harness import NS, Context
@@ -95,15 +97,15 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
             fault.thread.join(180)
         time.sleep(1.5)
         samples = [s for _, s in rec.samples]
-    admitted = any(s.workload and is_true(s.workload, ADMITTED) for s in samples)
-    committed = any(s.workload and dl.committed_timeout(s.workload) for s in samples)
+    admitted = any(s.workload and workloads.admitted(s.workload) for s in samples)
+    committed = any(s.workload and workloads.committed_timeout(s.workload) for s in samples)
     ran = any(p.get("status", {}).get("phase") in ("Running", "Succeeded") for s in samples for p in s.pods)
-    marked = any(dl.mirrored(s.job) for s in samples)
+    marked = any(jobs.mirrored(s.job) for s in samples)
     deleted = samples[-1].job is None
     violations += invariant_violations(samples, admitted, committed, ran, marked, deleted)
     reaction = None
     for s in samples:
-        if s.workload and dl.committed_timeout(s.workload) and s.job:
+        if s.workload and workloads.committed_timeout(s.workload) and s.job:
             t = parse_time(s.workload["metadata"]["annotations"].get(DECISION_TIME_ANNOTATION))
             d = dl.deadline_of(s.job)
             if t and d:
@@ -123,7 +125,7 @@ def invariant_violations(samples: list, admitted: bool, committed: bool, ran: bo
     evicted (its pods never became Ready) is waiting for admission again: a timeout committed then is
     legitimate; committing while it is Admitted, or touching a Job whose pods ran, is not."""
     out = []
-    if any(s.workload and is_true(s.workload, ADMITTED) and dl.committed_timeout(s.workload) for s in samples):
+    if any(s.workload and workloads.admitted(s.workload) and workloads.committed_timeout(s.workload) for s in samples):
         out.append("a Workload was Admitted and carried a committed timeout at once")
     if ran and (marked or deleted):
         out.append("a Job whose pods ran was marked or deleted")

@@ -9,12 +9,15 @@ from demo.jobs import phases
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
-from demo.k8s.keys import DEMO_POOL, NODE_READY, PROFILE
-from demo.k8s.objects import is_true, parse_time
-from demo.paths import shown
 from demo.timeline import svg
+from fake_ca.request import pod_requests
+from k8s import node as nodes_
+from k8s.keys import DEMO_POOL, GPU, PROFILE
+from k8s.objects import parse_time
+from k8s.paths import shown
 
 from .harness import NS, Context
+from .record import Scenario
 from .recorder import Recorder
 
 TITLE = "Success path: a 2 × 8-GPU gang starts only when both nodes exist"
@@ -54,12 +57,18 @@ def run(ctx: Context) -> None:
     made = [_ts(nodes[n]["metadata"]["creationTimestamp"]) for n in used if n in nodes]
     starts = [_ts(p["status"].get("startTime")) for p in pods if p["status"].get("startTime")]
     ctx.check(len(used) == 2 and len(made) == 2, f"the two pods ran on two new nodes ({', '.join(used)})")
+    pod_gpus = [pod_requests(p["spec"]).get(GPU) for p in pods]
+    node_gpus = [(nodes[n].get("status") or {}).get("allocatable", {}).get(GPU) for n in used if n in nodes]
+    per_node = sorted(sum(1 for p in pods if p["spec"].get("nodeName") == n) for n in used)
+    ctx.check(pod_gpus == [8000, 8000] and node_gpus == ["8", "8"] and per_node == [1, 1],
+              f"each pod asked for 8 GPUs ({pod_gpus} milli-GPUs) and had a node of 8 GPUs to itself "
+              f"(allocatable {node_gpus}, pods per node {per_node})")
     if len(made) == 2:
         ctx.check(abs(made[0] - made[1]) <= 1, f"both nodes were created together ({abs(made[0] - made[1]):.0f}s apart)")
     unsuspended = rec.first(lambda s: s.job is not None and s.job["spec"].get("suspend") is False)
     both_nodes = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used) == 2)
     both_ready = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used
-                                         and is_true(n, NODE_READY)) == 2)
+                                         and nodes_.ready(n)) == 2)
     ctx.check(unsuspended is not None and both_nodes is not None and both_nodes <= unsuspended,
               "the Job stayed suspended until both nodes existed")
     if ctx.autoscaler != "real":          # the kwok provider's nodes are Ready at once: nothing boots
@@ -80,3 +89,8 @@ def run(ctx: Context) -> None:
     ctx.delete_job(name)
     picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)
     ctx.say(f"  timeline: {shown(picture)}")
+
+
+SCENARIOS = (
+    Scenario("success", "success", "a 2 × 8-GPU gang: quota, capacity, nodes, pods, done", run),
+)

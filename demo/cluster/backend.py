@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .state import State
-
-BACKEND_NAMES = ("kwok", "kind")
 
 
 @dataclass(frozen=True)
 class UpOptions:
     apiserver_port: int = 0          # kwok: fixed apiserver port (0 = any free port); kind: refused unless 0
+    multikueue: bool = False         # kwok: the demo cluster as a MultiKueue manager with two workers; kind: refused
 
 
 class Backend(Protocol):
@@ -38,7 +37,7 @@ class Backend(Protocol):
 
     def status(self, name: str) -> list[tuple[str, bool, str]]: ...
 
-    def restart(self, name: str, component: str) -> None: ...
+    def restart(self, name: str, component: str, while_down: Callable[[], None] | None = None) -> None: ...
 
 
 def docker_answers() -> bool:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from . import kind, kwok
+from . import kind, multikueue_kwok
 from .backend import Backend, docker_answers
 from .state import State
 
-BACKENDS: dict[str, Backend] = {"kwok": kwok.BACKEND, "kind": kind.BACKEND}
+BACKENDS: dict[str, Backend] = {"kwok": multikueue_kwok.BACKEND, "kind": kind.BACKEND}
 
 
 def choose(choice: str, existing: State | None = None) -> str:

@@ -8,13 +8,13 @@ from typing import Callable
 
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from ..k8s import keys
-from ..k8s.client import Kube
-from ..k8s.errors import ApiError, Unreachable
-from ..k8s.manifests import load_manifest
-from ..k8s.objects import condition, is_true
-from ..k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, JOB
-from ..paths import MANIFESTS
+from k8s import keys
+from k8s.client import Kube
+from k8s.errors import ApiError, Unreachable
+from k8s.manifests import load_manifest
+from k8s.objects import condition, is_true
+from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB
+from k8s.paths import MANIFESTS
 from ..toolchain.components import KWOK_MANIFESTS, PROVREQ_CRD, share_path
 from .state import ClusterError
 from .tools import apply_docs, kubectl
@@ -33,16 +33,22 @@ def install_provreq_crd(kubeconfig: str) -> None:
             "crd/provisioningrequests.autoscaling.x-k8s.io")
 
 
-def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MANIFESTS) -> None:
+def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MANIFESTS,
+                         kueue_objects: Callable[[list[dict]], list[dict]] | None = None, marker: bool = True) -> None:
+    """The demo's Kueue objects and RBAC, and the marker without which the fake autoscaler refuses to run.
+    kueue_objects: how this cluster changes the demo's Kueue objects (a MultiKueue manager's); marker=False: no
+    autoscaler may run here (the manager makes no nodes)."""
     for f in DEMO_MANIFESTS:
         p = manifests_dir / f
         if p.exists():
-            apply_docs(kubeconfig, load_manifest(p), str(p))
+            docs = load_manifest(p)
+            apply_docs(kubeconfig, kueue_objects(docs) if kueue_objects and f == DEMO_MANIFESTS[0] else docs, str(p))
+    if not marker:
+        return
     ns, name = keys.MARKER
-    marker = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": name, "namespace": ns, "labels": {keys.MANAGED_BY_LABEL: "tau-demo"}},
-              "data": {"backend": backend, "purpose": "capacity-provisioning-demo: fake nodes may be created here"}}
-    apply_docs(kubeconfig, [marker], "the demo-cluster marker")
+    cm = CONFIG_MAP.new(name, ns, labels={keys.MANAGED_BY_LABEL: "tau-demo"},
+                        data={"backend": backend, "purpose": "capacity-provisioning-demo: fake nodes may be created here"})
+    apply_docs(kubeconfig, [cm], "the demo-cluster marker")
 
 
 def kwok_stage_docs() -> list[dict]:
@@ -57,16 +63,18 @@ def kwok_stage_docs() -> list[dict]:
     return docs
 
 
-def wait_kueue_objects(k: Kube, timeout: float = 90) -> None:
-    """The AdmissionCheck must be Active (its ProvisioningRequestConfig resolved) and the ClusterQueue Active."""
+def wait_kueue_objects(k: Kube, timeout: float = 90, check: str = keys.CHECK_NAME) -> None:
+    """The AdmissionCheck `check` must be Active (its ProvisioningRequestConfig resolved; a MultiKueue manager's:
+    its workers connected) and the ClusterQueue Active."""
     def not_yet() -> str:
         """'' when both are Active, else what they say."""
-        ac = k.get_or_none(ADMISSION_CHECK, keys.CHECK_NAME)
-        cq = k.get_or_none(CLUSTER_QUEUE, keys.CLUSTER_QUEUE)
+        ac = k.get_or_none(ADMISSION_CHECK, check)
+        cq = k.get_or_none(CLUSTER_QUEUE, keys.DEMO_CLUSTER_QUEUE)
         if is_true(ac, keys.ACTIVE) and is_true(cq, keys.ACTIVE):
             return ""
-        return (f"AdmissionCheck {keys.CHECK_NAME} Active={(condition(ac, keys.ACTIVE) or {}).get('status')}, "
-                f"ClusterQueue {keys.CLUSTER_QUEUE} Active={(condition(cq, keys.ACTIVE) or {}).get('status')} "
+        return (f"AdmissionCheck {check} Active={(condition(ac, keys.ACTIVE) or {}).get('status')} "
+                f"({(condition(ac, keys.ACTIVE) or {}).get('message', '')}), "
+                f"ClusterQueue {keys.DEMO_CLUSTER_QUEUE} Active={(condition(cq, keys.ACTIVE) or {}).get('status')} "
                 f"({(condition(cq, keys.ACTIVE) or {}).get('message', '')})")
     last = _poll(not_yet, timeout, 1.0)
     if last:
@@ -75,11 +83,11 @@ def wait_kueue_objects(k: Kube, timeout: float = 90) -> None:
 
 def webhook_answers(k: Kube) -> tuple[bool, str]:
     """Ask Kueue's mutating webhook for real: a server-side dry-run of an unsuspended, queue-labelled Job."""
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"generateName": "webhook-probe-", "namespace": keys.DEMO_NAMESPACE,
-                        "labels": {keys.QUEUE_LABEL: keys.PROFILE}},
-           "spec": {"suspend": False, "template": {"spec": {"restartPolicy": "Never", "containers": [
-               {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    job = JOB.new("", keys.DEMO_NAMESPACE, labels={keys.QUEUE_LABEL: keys.PROFILE},
+                  spec={"suspend": False, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                      {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}})
+    del job["metadata"]["name"]
+    job["metadata"]["generateName"] = "webhook-probe-"
     try:
         out = k.create(JOB, job, keys.DEMO_NAMESPACE, dry_run=True)
     except (ApiError, Unreachable) as e:

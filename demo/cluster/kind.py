@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import Callable
 
 import yaml
 
-from ..k8s.client import Kube
-from ..k8s.keys import KUEUE_NAMESPACE
-from ..k8s.manifests import load_manifest
+from k8s.client import Kube
+from k8s.keys import KUEUE_NAMESPACE
+from k8s.manifests import load_manifest
 from ..toolchain import versions
 from ..toolchain.components import KUEUE_MANIFESTS, KWOK_MANIFESTS, bin_path, share_path
 from . import install, kueue_manifests
@@ -24,6 +25,11 @@ from .backend import UpOptions, docker_answers
 from .state import ClusterError, State, remove_state
 from .tools import apply_docs, kubectl, run_tool
 
+MULTIKUEUE_KWOK_ONLY = (
+    "--multikueue runs on the kwok backend only: on kind, each of the three clusters would be a Docker container "
+    "whose Kueue runs in a pod, and the manager's Kueue would reach the workers' apiservers over Docker's network "
+    "(kind's --internal kubeconfigs); none of that is built or tested here (docs/multikueue.md). "
+    "Use `tau-demo cluster up --multikueue --backend kwok`.")
 KUEUE_DEV_IMAGE_PREFIX = "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue"
 
 
@@ -70,6 +76,8 @@ class KindBackend:
     toolchain = ("kind",)
 
     def check(self, name: str, options: UpOptions) -> None:
+        if options.multikueue:
+            raise ClusterError(MULTIKUEUE_KWOK_ONLY)
         if options.apiserver_port:
             raise ClusterError("--apiserver-port applies to the kwok backend only")
         st = State.load(name)
@@ -122,7 +130,7 @@ class KindBackend:
             return [("cluster", False, f"no cluster {name}")]
         return [("kind", name in _kind("get", "clusters", check=False).stdout.split(), f"kind cluster {name}")]
 
-    def restart(self, name: str, component: str) -> None:
+    def restart(self, name: str, component: str, while_down: Callable[[], None] | None = None) -> None:
         st = State.load(name)
         if st is None:
             raise ClusterError(f"no cluster {name}")
@@ -131,6 +139,8 @@ class KindBackend:
             subprocess.run(["docker", "exec", node, "sh", "-c",
                             "crictl ps --name kube-apiserver -q | xargs -r crictl stop --timeout 0"],
                            capture_output=True, timeout=60, check=False)
+            if while_down:         # only while the kubelet has not started it again
+                while_down()
             install.wait_apiserver(Kube(st.kubeconfig), 120)
             return
         if component != "kueue":

@@ -25,14 +25,11 @@ from dataclasses import dataclass
 
 import yaml
 
-from ..k8s.keys import KUEUE_NAMESPACE
+from k8s.keys import KUEUE_NAMESPACE
+from k8s.manifests import ManifestError
 KEPT_WEBHOOK_GROUPS = {"batch", "kueue.x-k8s.io"}
 DROPPED_KINDS = {"Deployment", "ConfigMap", "Secret", "ServiceAccount", "Role", "ClusterRole",
                  "RoleBinding", "ClusterRoleBinding", "APIService", "Service"}
-
-
-class ManifestError(ValueError):
-    pass
 
 
 @dataclass
@@ -56,7 +53,7 @@ def _webhook_groups(webhook: dict) -> set[str]:
     return groups
 
 
-def plan(docs: list[dict], ca_pem: bytes, webhook_port: int) -> Plan:
+def install_plan(docs: list[dict], ca_pem: bytes, webhook_port: int) -> Plan:
     ca_b64 = base64.b64encode(ca_pem).decode()
     phase1: list[dict] = []
     hooks: list[dict] = []
@@ -127,12 +124,15 @@ def release_docs_with_demo_settings(docs: list[dict]) -> list[dict]:
     return out
 
 
-def manager_config(upstream: dict, *, webhook_port: int, health_port: int, cert_dir: str) -> dict:
-    """Upstream manager config with the changes a host process needs (kwok v0.8.0's pkg/kwokctl/components/kueue_config.go)."""
+def manager_config(upstream: dict, *, webhook_port: int, health_port: int, cert_dir: str,
+                   metrics_port: int | None = None) -> dict:
+    """Upstream manager config with the changes a host process needs (kwok v0.8.0's pkg/kwokctl/components/kueue_config.go).
+    With metrics_port, Kueue serves its metrics (HTTPS; a bearer token checked by TokenReview and a
+    SubjectAccessReview for GET /metrics) on loopback; without, none (bindAddress "0")."""
     cfg = demo_settings(upstream)
     cfg["namespace"] = KUEUE_NAMESPACE
     cfg["health"] = {"healthProbeBindAddress": f"127.0.0.1:{health_port}"}
-    cfg["metrics"] = {"bindAddress": "0"}
+    cfg["metrics"] = {"bindAddress": "0" if metrics_port is None else f"127.0.0.1:{metrics_port}"}
     cfg["webhook"] = {"port": webhook_port, "host": "127.0.0.1", "certDir": cert_dir}
     cfg["leaderElection"] = {"leaderElect": False}
     cfg["internalCertManagement"] = {"enable": False}

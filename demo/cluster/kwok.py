@@ -14,11 +14,13 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
-from ..k8s.client import Kube
-from ..k8s.keys import APP_NAME_LABEL, KUEUE_NAMESPACE
+from k8s.client import Kube
+from k8s.keys import APP_NAME_LABEL, KUEUE_NAMESPACE
+from k8s.resources import KWOKCTL_CONFIGURATION
 from ..toolchain import versions
 from ..toolchain.components import KUEUE_MANIFESTS, bin_path, path_dirs, share_path
 from . import install, kueue_manifests, procs
@@ -58,11 +60,14 @@ def kwokctl_config(apiserver_port: int) -> list[dict]:
     }
     if apiserver_port:
         options["kubeApiserverPort"] = apiserver_port
-    docs: list[dict] = [{
-        "apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
-        "componentsPatches": [{"name": "kube-apiserver",
-                               "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}]}],
-    }]
+    # disableQPSLimits lifts the components' client-side rate limits, and kwokctl turns the apiserver's
+    # API Priority and Fairness off with them (unlimited in-flight requests): switched back on at the
+    # apiserver's defaults, as on a real cluster, so it answers an overloaded flow 429 with Retry-After
+    # (tests/cluster/test_client_retry.py)
+    apf = [{"key": "enable-priority-and-fairness", "value": "true"},
+           {"key": "max-requests-inflight", "value": "400"}, {"key": "max-mutating-requests-inflight", "value": "200"}]
+    docs: list[dict] = [KWOKCTL_CONFIGURATION.doc(options=options, componentsPatches=[
+        {"name": "kube-apiserver", "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}, *apf]}])]
     return docs + install.kwok_stage_docs()
 
 
@@ -96,13 +101,20 @@ def kueue_ready(st: State) -> bool:
         return False
 
 
-def _install_certs(st: State) -> Path:
+def _install_certs(st: State) -> tuple[Path, Path | None]:
+    """The cluster's admin certificate where its Kueue reads its serving certificates: the webhook's directory
+    (configurable), and the metrics one.  A plain cluster writes the fixed path every cluster on the machine
+    shares; a MultiKueue cluster (three Kueues on one machine) gets a directory of its own, which its Kueue sees
+    at the fixed path in a mount namespace of its own (start_kueue).  (webhook dir, private metrics dir or None)"""
     pki = kwok_cluster_dir(st) / "pki"
     webhook_dir = st.dir / "kueue" / "webhook-certs"
-    targets = [webhook_dir, *KUEUE_FIXED_CERT_DIRS]
-    for d in targets:
+    private = st.dir / "kueue" / "metrics-certs" if st.role else None
+    targets = [webhook_dir, private] if private else [webhook_dir, *KUEUE_FIXED_CERT_DIRS]
+    for d in [*targets, *(KUEUE_FIXED_CERT_DIRS if private else ())]:
         try:
-            d.mkdir(parents=True, exist_ok=True)
+            d.mkdir(parents=True, exist_ok=True)       # a private one's mount point must exist
+            if d not in targets:
+                continue
             for src, dst in (("admin.crt", "tls.crt"), ("admin.key", "tls.key"), ("ca.crt", "ca.crt")):
                 (d / dst).write_bytes((pki / src).read_bytes())
         except PermissionError as e:
@@ -110,23 +122,39 @@ def _install_certs(st: State) -> Path:
                 f"cannot write {d}: Kueue v0.19.2 outside a pod reads its metrics certificate from that fixed path "
                 "(cmd/kueue/main.go) and exits without it. Run `tau-demo cluster up` as root, or use --backend kind."
             ) from e
-    return webhook_dir
+    return webhook_dir, private
+
+
+def kueue_argv(st: State, cfg_path: Path, private_metrics: Path | None) -> list[str]:
+    """Kueue's command line.  With a private metrics directory: in a mount namespace of its own (unshare, root)
+    where that directory is bind-mounted over the fixed /etc/kueue/metrics/certs, so each of several Kueues on
+    one machine serves its own cluster's certificate and none sees another cluster rewrite the shared files
+    (Kueue's certwatcher reloads them).  The process keeps its pid: unshare and the shell exec into Kueue."""
+    argv = [str(bin_path("kueue")), f"--config={cfg_path}", f"--kubeconfig={st.kubeconfig}", "--zap-log-level=info"]
+    if private_metrics is None:
+        return argv
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+            'mount --bind "$1" "$2" && shift 2 && exec "$@"', "kueue-metrics-certs", str(private_metrics),
+            str(KUEUE_FIXED_CERT_DIRS[0]), *argv]
 
 
 def start_kueue(st: State, plan: kueue_manifests.Plan) -> None:
-    cert_dir = _install_certs(st)
+    cert_dir, private_metrics = _install_certs(st)
+    if "kueue_metrics" not in st.ports:          # a cluster made before Kueue served its metrics
+        st.ports["kueue_metrics"] = procs.free_port()
+        st.save()
     cfg = kueue_manifests.manager_config(plan.manager_config, webhook_port=st.ports["kueue_webhook"],
-                                       health_port=st.ports["kueue_health"], cert_dir=str(cert_dir))
+                                       health_port=st.ports["kueue_health"], cert_dir=str(cert_dir),
+                                       metrics_port=st.ports["kueue_metrics"])
     cfg_path = st.dir / "kueue" / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    for name in ("kueue_webhook", "kueue_health"):
+    for name in ("kueue_webhook", "kueue_health", "kueue_metrics"):
         port = st.ports[name]
         if not procs.port_free(port):
             raise ClusterError(f"port {port} for Kueue ({name}) is in use {procs.port_owner(port)}; "
                                "run `tau-demo cluster down` and `up` again to pick new ports")
     env = dict(os.environ, NAMESPACE=KUEUE_NAMESPACE)
-    procs.start([str(bin_path("kueue")), f"--config={cfg_path}", f"--kubeconfig={st.kubeconfig}",
-                 "--zap-log-level=info"], kueue_pidfile(st), kueue_log(st), env=env)
+    procs.spawn(kueue_argv(st, cfg_path, private_metrics), kueue_pidfile(st), kueue_log(st), env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if procs.read_pid(kueue_pidfile(st)) is None:
@@ -142,12 +170,14 @@ def kueue_plan(st: State) -> kueue_manifests.Plan:
     raw = share_path(KUEUE_MANIFESTS, "kueue-manifests.yaml")
     docs = [d for d in yaml.safe_load_all(raw.read_text()) if d]
     ca = (kwok_cluster_dir(st) / "pki" / "ca.crt").read_bytes()
-    return kueue_manifests.plan(docs, ca, st.ports["kueue_webhook"])
+    return kueue_manifests.install_plan(docs, ca, st.ports["kueue_webhook"])
 
 
 # ---------------------------------------------------------------------------- up / down / status
 
-def _up(name: str, options: UpOptions) -> State:
+def _up(name: str, options: UpOptions, role: str = "", demo_objects: bool = True) -> State:
+    """Create or repair cluster `name`.  role: "" for the demo cluster, or its MultiKueue role (multikueue_kwok.py);
+    demo_objects=False leaves the demo's Kueue objects to the caller (the MultiKueue manager's are its own)."""
     apiserver_port = options.apiserver_port
     st = State.load(name)
     if st and control_plane_running(st):
@@ -156,8 +186,9 @@ def _up(name: str, options: UpOptions) -> State:
         if st:   # stale state from a crash or reboot: start over
             _say("found stale cluster state; cleaning it up first")
             _down(name)
-        st = State(name=name, backend="kwok", kubeconfig="",
-                   ports={"kueue_webhook": procs.free_port(), "kueue_health": procs.free_port()})
+        st = State(name=name, backend="kwok", kubeconfig="", role=role,
+                   ports={"kueue_webhook": procs.free_port(), "kueue_health": procs.free_port(),
+                          "kueue_metrics": procs.free_port()})
         st.kubeconfig = str(kwok_cluster_dir(st) / "kubeconfig.yaml")
         st.dir.mkdir(parents=True, exist_ok=True)
         cfg = st.dir / "kwokctl.yaml"
@@ -181,8 +212,9 @@ def _up(name: str, options: UpOptions) -> State:
         start_kueue(st, plan)
         apply_docs(st.kubeconfig, plan.webhooks, "Kueue's webhook configurations")
         _say(f"Kueue ready; {len(plan.dropped_webhooks)} webhooks for unused frameworks left out")
-    install.install_demo_objects(st.kubeconfig, "kwok")
-    install.wait_kueue_objects(k)
+    if demo_objects:
+        install.install_demo_objects(st.kubeconfig, "kwok")
+        install.wait_kueue_objects(k)
     return st
 
 
@@ -225,10 +257,10 @@ def _status(name: str) -> list[tuple[str, bool, str]]:
     return rows
 
 
-def restart_process(st: State, component: str, timeout: float = 60) -> None:
+def restart_process(st: State, component: str, timeout: float = 60, while_down: Callable[[], None] | None = None) -> None:
     """SIGKILL a control-plane process kwokctl started, then start it again exactly as it was (its argv,
     working directory and environment, read from /proc), appending to its log; kwokctl's pid file is
-    updated so that `cluster down` still finds it."""
+    updated so that `cluster down` still finds it.  `while_down()` runs once it is dead, before the start."""
     pidfile = kwok_cluster_dir(st) / "pids" / f"{component}.pid"
     pid = procs.read_plain_pid(pidfile)
     if pid is None:
@@ -243,6 +275,8 @@ def restart_process(st: State, component: str, timeout: float = 60) -> None:
     while time.monotonic() < deadline and (procs.read_plain_pid(pidfile) is not None or
                                            not all(procs.port_free(p) for p in ports)):
         time.sleep(0.05)
+    if while_down:
+        while_down()
     logfile = kwok_cluster_dir(st) / "logs" / f"{component}.log"
     with open(logfile, "ab") as log:
         new = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -281,14 +315,14 @@ class KwokBackend:
     def status(self, name: str) -> list[tuple[str, bool, str]]:
         return _status(name)
 
-    def restart(self, name: str, component: str) -> None:
+    def restart(self, name: str, component: str, while_down: Callable[[], None] | None = None) -> None:
         st = State.load(name)
         if st is None:
             raise ClusterError(f"no cluster {name}")
         if component == "kueue":
             restart_kueue(st)
         elif component == "kube-apiserver":
-            restart_process(st, component)
+            restart_process(st, component, while_down=while_down)
         else:
             raise ClusterError(f"cannot restart {component!r}")
 

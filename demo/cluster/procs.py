@@ -56,7 +56,7 @@ def write_pid(pidfile: Path, pid: int) -> None:
     os.replace(tmp, pidfile)
 
 
-def start(argv: list[str], pidfile: Path, logfile: Path, env: dict | None = None, cwd: Path | None = None) -> int:
+def spawn(argv: list[str], pidfile: Path, logfile: Path, env: dict | None = None, cwd: Path | None = None) -> int:
     """Start argv detached (own session, survives the caller), appending to logfile."""
     logfile.parent.mkdir(parents=True, exist_ok=True)
     with open(logfile, "ab") as log:

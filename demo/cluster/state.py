@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..paths import cluster_dir
+from k8s.paths import cluster_dir, state_root
 
 DEFAULT_NAME = "tau-demo"
 
@@ -25,6 +25,8 @@ class State:
     kubeconfig: str
     created: float = field(default_factory=time.time)
     ports: dict[str, int] = field(default_factory=dict)
+    role: str = ""                   # "" (a plain demo cluster), or MultiKueue's "manager" / "worker" (multikueue.py)
+    workers: list[str] = field(default_factory=list)     # a manager's: its workers' cluster names
 
     @property
     def dir(self) -> Path:
@@ -42,6 +44,18 @@ class State:
             return cls(**json.loads((cluster_dir(name) / "cluster.json").read_text()))
         except (OSError, ValueError, TypeError):
             return None
+
+
+def state_of(kubeconfig: str | os.PathLike[str] | None) -> State | None:
+    """The state of the cluster `cluster up` made whose kubeconfig this is (None: not one of ours)."""
+    if not kubeconfig:
+        return None
+    want = Path(kubeconfig).resolve()
+    for f in sorted((state_root() / "clusters").glob("*/cluster.json")):
+        st = State.load(f.parent.name)
+        if st is not None and Path(st.kubeconfig).resolve() == want:
+            return st
+    return None
 
 
 def default_kubeconfig(name: str = DEFAULT_NAME) -> str | None:

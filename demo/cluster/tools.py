@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import yaml
 
-from ..k8s.keys import FIELD_MANAGER
+from k8s.keys import FIELD_MANAGER
 from ..toolchain.components import bin_path
 from .state import ClusterError
 

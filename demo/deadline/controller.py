@@ -1,4 +1,4 @@
-"""The admission-deadline controller: observe → decide (protocol.py, pure) → apply (demo.k8s.client).
+"""The admission-deadline controller: observe → decide (protocol.py, pure) → apply (k8s.client).
 
 Keyed by owner Job ("namespace/name"), worked by several threads, never one key on two at once.
 Decisions are made on the informer caches (Jobs, and Workloads indexed by their owner Job's uid),
@@ -23,19 +23,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable
 
-from ..k8s import heartbeat
-from ..k8s.client import Kube
-from ..k8s.errors import Conflict, NotFound
-from ..k8s.hooks import Hooks
-from ..k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS,
-                        JOB_UID_LABEL, MIRROR_KEYS)
-from ..k8s.objects import annotations, meta, name_of
-from ..k8s.resources import JOB, WORKLOAD
-from ..k8s.runtime import Store, WorkQueue, run_loop, start_store
+from ..jobs.observe import workload_for
+from k8s import workload as workloads
+from k8s import heartbeat
+from k8s.client import Kube
+from k8s.errors import Conflict, NotFound
+from k8s.hooks import Hooks
+from k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS,
+                        MIRROR_KEYS)
+from k8s.objects import annotations, meta, name_of, utcnow
+from k8s.resources import JOB, WORKLOAD
+from k8s.runtime import Store, WorkQueue, run_loop
+from k8s.watch import Event, wait_for_caches
 from . import protocol as dl
+from .protocol import Action
 
 log = logging.getLogger("deadline")
 
@@ -46,10 +50,6 @@ PROTOCOLS = ("committed", "legacy")
 # more in flight keep up with deadlines that pass together; docs/benchmarks.md has the measurements.
 DEFAULT_WORKERS = 16
 MIN_REQUEUE = 0.005     # a timer that fired a hair early (wall clock vs monotonic) looks again 5 ms later
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class DeadlineController:
@@ -81,7 +81,7 @@ class DeadlineController:
 
     def on_job(self, typ: str, job: dict) -> None:
         key = name_of(job)
-        if typ == "DELETED":
+        if typ == Event.DELETED:
             self._last.pop(key, None)
         elif self._interesting(job):
             self.queue.add(key)
@@ -99,10 +99,10 @@ class DeadlineController:
 
     def _say_once(self, key: str, d: dl.Decision) -> None:
         """Log a no-op decision only when it changes, so resyncs do not flood the log."""
-        gist = d.action if d.action == "wait" else d.why
+        gist = str(d.action) if d.action == Action.WAIT else d.why
         if self._last.get(key) != gist:
             self._last[key] = gist
-            if d.action == "wait":
+            if d.action == Action.WAIT:
                 log.info("deadline %s: not admitted yet; %s", key, d.why)
             elif d.why not in ("no Workload yet", "nothing to mirror"):
                 log.info("deadline %s: %s", key, d.why)
@@ -115,11 +115,7 @@ class DeadlineController:
         """The Job and its Workload, read live from the apiserver."""
         ns, name = key.split("/", 1)
         job = self.k.get_or_none(JOB, name, ns)
-        if job is None:
-            return None, None
-        uid = job["metadata"]["uid"]
-        wls, _ = self.k.list(WORKLOAD, ns, label_selector=f"{JOB_UID_LABEL}={uid}")
-        return job, dl.owned_workload(wls, uid)
+        return (None, None) if job is None else (job, workload_for(self.k, job))
 
     def read_live(self, key: str) -> tuple[dict | None, dict | None]:
         """read(), and what it found goes into the caches (where it is newer), so that the decisions
@@ -137,7 +133,7 @@ class DeadlineController:
         if job is None:
             return None, None
         uid = job["metadata"]["uid"]
-        return job, dl.owned_workload(self.workloads.by_index(uid), uid)
+        return job, workloads.of_job(self.workloads.by_index(uid), uid)
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self, key: str) -> float | None:
@@ -156,17 +152,17 @@ class DeadlineController:
             job, wl = self.read_live(key) if live else self.cached(key)
             d = dl.decide_workload(job, wl, self.now())
             if attempt:
-                state = "Admitted=True" if dl.admitted(wl) else (
-                    "timeout committed" if dl.committed_timeout(wl) else "not admitted")
+                state = "Admitted=True" if workloads.admission_won(wl) else (
+                    "timeout committed" if workloads.committed_timeout(wl) else "not admitted")
                 log.info("deadline %s: re-read: %s; %s", key, state, d.why)
-            elif d.action == "commit":
+            elif d.action == Action.COMMIT:
                 log.info("deadline %s: %s", key, d.why)
             else:
                 self._say_once(key, d)
-            if d.action == "wait":
+            if d.action == Action.WAIT:
                 self.queue.add(key, after=d.after, urgent=True)
                 return False
-            if d.action != "commit":
+            if d.action != Action.COMMIT:
                 return False
             self.hooks.reach("before-commit", key, resource_version=d.resource_version)
             wl_name, ns = wl["metadata"]["name"], wl["metadata"]["namespace"]
@@ -198,27 +194,27 @@ class DeadlineController:
             job, wl = self.read_live(key) if live else self.cached(key)
             now = self.now()
             d = dl.decide_owner(job, wl, now)
-            if d.action == "none":
+            if d.action == Action.NONE:
                 return None
-            if d.action == "wait":
+            if d.action == Action.WAIT:
                 return d.after
-            if d.action == "delete" and not live:
+            if d.action == Action.DELETE and not live:
                 live = True         # irreversible: decide it again on what the apiserver says now
                 continue
             log.info("deadline %s: %s", key, d.why)
             ns, name = key.split("/", 1)
             rv = job["metadata"]["resourceVersion"]
             try:
-                if d.action == "mirror":
+                if d.action == Action.MIRROR:
                     self.jobs.put(self.k.patch(JOB, name, dl.mirror_patch(wl["metadata"]["name"], now), ns,
                                                resource_version=rv))
                     self.hooks.reach("after-mirror", key)
-                elif d.action == "arm-cleanup":
+                elif d.action == Action.ARM_CLEANUP:
                     self.jobs.put(self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns, resource_version=rv))
                     self.hooks.reach("after-arm", key)
-                elif d.action == "unmark":
+                elif d.action == Action.UNMARK:
                     self.jobs.put(self.k.patch(JOB, name, dl.unmark_patch(), ns, resource_version=rv))
-                elif d.action == "delete":
+                elif d.action == Action.DELETE:
                     self.hooks.reach("before-delete", key, uid=job["metadata"]["uid"], resource_version=rv)
                     self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"],
                                   resource_version=rv)
@@ -237,11 +233,11 @@ class DeadlineController:
             job, wl = self.read(key)
             now = self.now()
             d = dl.decide_legacy(job, wl, now)
-            if d.action in ("none", "wait"):
+            if d.action in (Action.NONE, Action.WAIT):
                 return d.after
             log.warning("deadline %s: %s", key, d.why)
             ns, name = key.split("/", 1)
-            if d.action == "mirror":
+            if d.action == Action.MIRROR:
                 self.k.patch(JOB, name, dl.mirror_patch(wl["metadata"]["name"], now), ns)
                 self.hooks.reach("before-commit", key, resource_version=d.resource_version)
                 try:
@@ -251,9 +247,9 @@ class DeadlineController:
                 except Conflict:
                     log.warning("deadline %s: LEGACY: 409 conflict deactivating the Workload; "
                                 "the owner keeps its terminal mark", key)
-            elif d.action == "arm-cleanup":
+            elif d.action == Action.ARM_CLEANUP:
                 self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns)
-            elif d.action == "delete":
+            elif d.action == Action.DELETE:
                 self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"])
                 return None
         return 0.2
@@ -267,12 +263,13 @@ class DeadlineController:
         log.info("deadline: watching Jobs and Workloads in %s (class %s, protocol %s, cleanup TTL %.0fs, resync %.0fs, "
                  "%d workers)", self.namespace or "all namespaces", self.instance, self.protocol, self.ttl,
                  self.resync, self.workers)
-        hb = heartbeat.start(self.k, f"{DEADLINE_LEASE_PREFIX}{self.instance}", stop)
-        start_store(self.k, JOB, stop, self.jobs, self.namespace)
-        start_store(self.k, WORKLOAD, stop, self.workloads, self.namespace)
-        self.jobs.synced.wait(30)
-        self.workloads.synced.wait(30)
+        self.hooks.reach("before-caches", f"deadline-{self.instance}")
+        watches = [self.jobs.watch(self.k, JOB, self.namespace).start(),
+                   self.workloads.watch(self.k, WORKLOAD, self.namespace).start()]
+        if not wait_for_caches(watches, stop, log, "deadline"):
+            return
         log.info("deadline: caches synced; ready")
+        hb = heartbeat.start(self.k, f"{DEADLINE_LEASE_PREFIX}{self.instance}", stop)     # alive = synced
         if ready:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys, workers=self.workers,

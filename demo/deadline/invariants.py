@@ -19,9 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..k8s.keys import DECISION_TIME_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION
-from ..k8s.objects import annotations, meta, parse_time
-from .protocol import admitted, cleanup_after, committed_timeout, mirrored
+from k8s.keys import DECISION_TIME_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION
+from k8s.objects import annotations, meta, parse_time
+from k8s.job import cleanup_after, mirrored
+from k8s.workload import admission_won as admitted
+from k8s.workload import committed_timeout
 
 
 @dataclass

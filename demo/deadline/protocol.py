@@ -23,12 +23,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
-from ..k8s.duration import BadDuration, parse_duration
-from ..k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION,
-                        DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, FINISHED, MIRROR_KEYS, TERMINAL_REASON_ANNOTATION,
-                        TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
-from ..k8s.objects import annotations, created_at, format_time, is_true, meta, owned_by, parse_time, spec
+from k8s.duration import BadDuration, parse_duration
+from k8s.keys import (ADMISSION_TIMEOUT, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DECISION_ANNOTATION,
+                        DECISION_TIME_ANNOTATION, MIRROR_KEYS, TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION,
+                        TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
+from k8s.job import cleanup_after, mirrored
+from k8s.objects import annotations, created_at, format_time, meta
+from k8s.workload import active, admission_won, committed_timeout
+
+
+# The design's bound: the timeout is committed on the Workload no later than this after the deadline passed
+# (the scenarios check it on the cluster; docs/benchmarks.md has what is measured).
+COMMIT_TOLERANCE = 2.0
 
 
 class BadDeadline(ValueError):
@@ -36,23 +44,6 @@ class BadDeadline(ValueError):
 
 
 # ---------------------------------------------------------------------------- reading objects
-
-def admitted(wl: dict | None) -> bool:
-    """Admission won: Admitted=True, or the workload already finished."""
-    return is_true(wl, ADMITTED) or is_true(wl, FINISHED)
-
-
-def committed_timeout(wl: dict | None) -> bool:
-    return annotations(wl).get(DECISION_ANNOTATION) == TIMED_OUT
-
-
-def mirrored(job: dict | None) -> bool:
-    return annotations(job).get(TERMINAL_REASON_ANNOTATION) == ADMISSION_TIMEOUT
-
-
-def cleanup_after(job: dict | None) -> datetime | None:
-    return parse_time(annotations(job).get(CLEANUP_AFTER_ANNOTATION))
-
 
 def deadline_of(job: dict) -> datetime | None:
     """The absolute deadline: Job creation + its deadline annotation.  None without the annotation;
@@ -72,13 +63,6 @@ def deadline_of(job: dict) -> datetime | None:
     return created + timedelta(seconds=seconds)
 
 
-def owned_workload(workloads: list[dict], job_uid: str) -> dict | None:
-    """The Job's current Workload among `workloads`: the newest one it controls (by creation time)."""
-    owned = [w for w in workloads if owned_by(w, job_uid)]
-    owned.sort(key=lambda w: meta(w).get("creationTimestamp", ""))
-    return owned[-1] if owned else None
-
-
 def conflict_backoff(retry: int) -> float:
     """Seconds to wait before retry number `retry` (1, 2, ...) after a 409.  The first retry reads live,
     so it needs no wait (the 409 usually means our cached read was stale); later ones back off
@@ -88,18 +72,20 @@ def conflict_backoff(retry: int) -> float:
 
 # ---------------------------------------------------------------------------- decisions
 
+class Action(StrEnum):
+    NONE = "none"                  # nothing to do now or ever for this reason (explained in `why`)
+    WAIT = "wait"                  # check again after `after` seconds
+    COMMIT = "commit"              # patch the Workload at `resource_version`: spec.active=false + decision annotation
+    MIRROR = "mirror"              # write the terminal annotations on the owner Job
+    ARM_CLEANUP = "arm-cleanup"    # write the cleanup-after annotation on the owner Job
+    DELETE = "delete"              # delete the owner Job (its cleanup TTL expired)
+    UNMARK = "unmark"              # remove a stale mirror and disarm cleanup on the owner Job
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What to do next.  `action` is one of:
-    none         nothing to do now or ever for this reason (explained in `why`)
-    wait         check again after `after` seconds
-    commit       patch the Workload at `resource_version`: spec.active=false + decision annotation
-    mirror       write the terminal annotations on the owner Job
-    arm-cleanup  write the cleanup-after annotation on the owner Job
-    delete       delete the owner Job (its cleanup TTL expired)
-    unmark       remove a stale mirror and disarm cleanup on the owner Job
-    """
-    action: str
+    """What to do next (`action`), why, and for WAIT after how long; COMMIT carries the resourceVersion."""
+    action: Action
     why: str
     after: float | None = None
     resource_version: str | None = None
@@ -110,50 +96,50 @@ def _deadline_or_none(job: dict) -> "datetime | Decision":
     try:
         deadline = deadline_of(job)
     except BadDeadline as e:
-        return Decision("none", f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
+        return Decision(Action.NONE, f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
     if deadline is None:
-        return Decision("none", "no admission deadline")
+        return Decision(Action.NONE, "no admission deadline")
     return deadline
 
 
 def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decision:
     """Step 1: the admission-versus-timeout decision, committed on the Workload only."""
     if job is None:
-        return Decision("none", "owner Job is gone")
+        return Decision(Action.NONE, "owner Job is gone")
     if wl is None:
-        return Decision("none", "no Workload yet")
+        return Decision(Action.NONE, "no Workload yet")
     rv = meta(wl).get("resourceVersion")
     if committed_timeout(wl):
-        return Decision("none", "timeout already committed on the Workload")
-    if admitted(wl):
-        return Decision("none", f"Workload rv {rv} is Admitted: admission won, no action")
+        return Decision(Action.NONE, "timeout already committed on the Workload")
+    if admission_won(wl):
+        return Decision(Action.NONE, f"Workload rv {rv} is Admitted: admission won, no action")
     deadline = _deadline_or_none(job)
     if isinstance(deadline, Decision):
         return deadline
-    if spec(wl).get("active") is False:
-        return Decision("none", f"Workload rv {rv} was deactivated by someone else; no action")
+    if not active(wl):
+        return Decision(Action.NONE, f"Workload rv {rv} was deactivated by someone else; no action")
     left = (deadline - now).total_seconds()
     if left > 0:
-        return Decision("wait", f"deadline in {left:.1f}s", after=left)
+        return Decision(Action.WAIT, f"deadline in {left:.1f}s", after=left)
     late = (now - deadline).total_seconds()      # not -left: at the deadline itself that reads "-0.0s ago"
-    return Decision("commit", f"deadline passed {late:.1f}s ago; Workload rv {rv} not admitted; committing timeout",
+    return Decision(Action.COMMIT, f"deadline passed {late:.1f}s ago; Workload rv {rv} not admitted; committing timeout",
                     resource_version=rv)
 
 
 def decide_owner(job: dict | None, wl: dict | None, now: datetime) -> Decision:
     """Steps 2-4: mirror a committed timeout, arm cleanup after the mirror, clean up, recover."""
     if job is None:
-        return Decision("none", "owner Job is gone")
+        return Decision(Action.NONE, "owner Job is gone")
     wl_name = meta(wl).get("name")
-    committed = wl is not None and committed_timeout(wl) and not admitted(wl)
+    committed = wl is not None and committed_timeout(wl) and not admission_won(wl)
     if not committed:
         if any(k in annotations(job) for k in MIRROR_KEYS):     # any mark: the mirror, its time, cleanup
-            why = ("Workload is Admitted" if admitted(wl) else
+            why = ("Workload is Admitted" if admission_won(wl) else
                    "no Workload" if wl is None else "Workload carries no committed timeout")
-            return Decision("unmark", f"stale terminal mark on the Job ({why}); removing it and disarming cleanup")
-        return Decision("none", "nothing to mirror")
+            return Decision(Action.UNMARK, f"stale terminal mark on the Job ({why}); removing it and disarming cleanup")
+        return Decision(Action.NONE, "nothing to mirror")
     if not mirrored(job) or annotations(job).get(TERMINAL_WORKLOAD_ANNOTATION) != wl_name:
-        return Decision("mirror", f"Workload {wl_name} carries a committed timeout; mirroring it to the Job")
+        return Decision(Action.MIRROR, f"Workload {wl_name} carries a committed timeout; mirroring it to the Job")
     return _cleanup_timer(job, now, "mirror written; arming cleanup", "cleanup",
                           lambda late: f"cleanup TTL expired {late:.1f}s ago and Workload {wl_name} still carries "
                                        "the committed timeout; deleting the Job")
@@ -163,11 +149,11 @@ def _cleanup_timer(job: dict, now: datetime, arm_why: str, wait_what: str, delet
     """The cleanup TTL on a marked Job: arm it, wait for it, or delete (delete_why(seconds late))."""
     due = cleanup_after(job)
     if due is None:
-        return Decision("arm-cleanup", arm_why)
+        return Decision(Action.ARM_CLEANUP, arm_why)
     left = (due - now).total_seconds()
     if left > 0:
-        return Decision("wait", f"{wait_what} in {left:.1f}s", after=left)
-    return Decision("delete", delete_why((now - due).total_seconds()))
+        return Decision(Action.WAIT, f"{wait_what} in {left:.1f}s", after=left)
+    return Decision(Action.DELETE, delete_why((now - due).total_seconds()))
 
 
 def decide_legacy(job: dict | None, wl: dict | None, now: datetime) -> Decision:
@@ -175,20 +161,20 @@ def decide_legacy(job: dict | None, wl: dict | None, now: datetime) -> Decision:
     first (and arm its TTL), then deactivate; on a later reconcile an owner with a terminal
     mark gets TTL cleanup whatever the Workload says."""
     if job is None or wl is None:
-        return Decision("none", "nothing to do")
+        return Decision(Action.NONE, "nothing to do")
     if mirrored(job):
-        state = "Admitted" if admitted(wl) else "not admitted"
+        state = "Admitted" if admission_won(wl) else "not admitted"
         return _cleanup_timer(job, now, "LEGACY: owner marked terminal; arming TTL cleanup", "LEGACY: TTL cleanup",
                               lambda late: f"LEGACY: TTL expired; deleting the Job (its Workload is {state})")
-    if admitted(wl):
-        return Decision("none", "Workload is Admitted")
+    if admission_won(wl):
+        return Decision(Action.NONE, "Workload is Admitted")
     deadline = _deadline_or_none(job)
     if isinstance(deadline, Decision):
         return deadline
     left = (deadline - now).total_seconds()
     if left > 0:
-        return Decision("wait", f"deadline in {left:.1f}s", after=left)
-    return Decision("mirror", "LEGACY: deadline passed; marking the owner terminal, then deactivating",
+        return Decision(Action.WAIT, f"deadline in {left:.1f}s", after=left)
+    return Decision(Action.MIRROR, "LEGACY: deadline passed; marking the owner terminal, then deactivating",
                     resource_version=meta(wl).get("resourceVersion"))
 
 

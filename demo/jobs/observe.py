@@ -1,15 +1,19 @@
-"""Read everything the phase view, the event log and preflight need (I/O only, no decisions)."""
+"""Read everything the phase view, the event log and preflight need (I/O, and assemble(), the pure choice of
+one Job's objects that both the live reads and the recorder's caches use)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..k8s import heartbeat
-from ..k8s.client import Kube
-from ..k8s.errors import ApiError, NotFound
-from ..k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, JOB_UID_LABEL, POOL_TABLE, REAL_CA_LEASE
-from ..k8s.objects import owned_by
-from ..k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
+from k8s import heartbeat
+from k8s import provreq as provreqs_
+from k8s import workload as workloads
+from k8s.client import Kube
+from k8s.errors import ApiError, NotFound
+from k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, POOL_TABLE, REAL_CA_LEASE
+from k8s.objects import labels, meta
+from k8s.objects import uid as uid_of
+from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
                              PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD)
 from .preflight import PreflightInputs, gpu_flavors
 
@@ -24,31 +28,34 @@ class Snapshot:
 
 
 def workload_for(k: Kube, job: dict) -> dict | None:
-    ns, uid = job["metadata"]["namespace"], job["metadata"]["uid"]
-    wls, _ = k.list(WORKLOAD, ns, label_selector=f"{JOB_UID_LABEL}={uid}")
-    wls.sort(key=lambda w: w["metadata"].get("creationTimestamp", ""))
-    return wls[-1] if wls else None
+    """The Job's current Workload, read now (workload.of_job over the Workloads labelled with its uid)."""
+    uid = job["metadata"]["uid"]
+    wls, _ = k.list(WORKLOAD, job["metadata"]["namespace"], label_selector=workloads.job_selector(uid))
+    return workloads.of_job(wls, uid)
+
+
+def assemble(name: str, job_uid: str | None, jobs: list[dict], workloads_: list[dict], provreqs: list[dict],
+             pods: list[dict], nodes: list[dict]) -> Snapshot:
+    """One Job's Snapshot from lists of objects (pure): the Job named `name` (with job_uid, only that one: a Job
+    recreated under the same name is not the original), its Workload, the Workload's ProvisioningRequests (by
+    name, or owned by it: another check's, or a name Kueue cut and hashed), the Job's pods, and every node."""
+    job = next((j for j in jobs if meta(j).get("name") == name and (not job_uid or uid_of(j) == job_uid)), None)
+    wl = workloads.of_job(workloads_, uid_of(job)) if job else None
+    mine = provreqs_.of_workload(wl, provreqs, CHECK_NAME) if wl is not None else []
+    u = job_uid or uid_of(job)
+    own_pods = [p for p in pods if u and labels(p).get(JOB_CONTROLLER_UID_LABEL) == u]
+    return Snapshot(job, wl, mine, own_pods, list(nodes))
 
 
 def snapshot(k: Kube, namespace: str, name: str, job_uid: str | None = None) -> Snapshot:
-    """The Job, its Workload, the Workload's ProvisioningRequests, the Job's pods and all nodes.
-    With job_uid, a Job recreated under the same name is not mistaken for the original."""
+    """assemble() over objects read now."""
     job = k.get_or_none(JOB, name, namespace)
-    if job is not None and job_uid and job["metadata"]["uid"] != job_uid:
-        job = None
-    wl = workload_for(k, job) if job else None
-    provreqs: list[dict] = []
-    if wl is not None:   # by name, or owned by the Workload (another check's, or a name Kueue cut and hashed)
-        prefix = f"{wl['metadata']['name']}-{CHECK_NAME}-"
-        items, _ = k.list(PROVREQ, namespace)
-        provreqs = [p for p in items if p["metadata"]["name"].startswith(prefix)
-                    or owned_by(p, wl["metadata"]["uid"])]
-    uid = job_uid or (job or {}).get("metadata", {}).get("uid")
-    pods: list[dict] = []
-    if uid:
-        pods, _ = k.list(POD, namespace, label_selector=f"{JOB_CONTROLLER_UID_LABEL}={uid}")
-    nodes, _ = k.list(NODE)
-    return Snapshot(job, wl, provreqs, pods, nodes)
+    if job is None or (job_uid and uid_of(job) != job_uid):
+        return assemble(name, job_uid, [], [], [], [], k.list(NODE)[0])
+    u = uid_of(job)
+    wls, _ = k.list(WORKLOAD, namespace, label_selector=workloads.job_selector(u))
+    pods, _ = k.list(POD, namespace, label_selector=f"{JOB_CONTROLLER_UID_LABEL}={u}")
+    return assemble(name, job_uid, [job], wls, k.list(PROVREQ, namespace)[0], pods, k.list(NODE)[0])
 
 
 def namespace_exists(k: Kube, namespace: str) -> bool | None:

@@ -13,24 +13,27 @@ autoscaling.x-k8s.io/v1 ProvisioningRequest.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
-from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Literal
 
-from ..k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, CHECK_NAME, CHECK_PENDING, CHECK_READY, CHECK_REJECTED, CHECK_RESET_PREFIX,
-                        CHECK_RETRY, DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DECISION_ANNOTATION,
-                        EVICTED, FAILED, FINISHED, GPU, JOB_COMPLETE, JOB_FAILED, NODE_READY, POD_SCHEDULED, POOL_LABEL,
-                        PROVISIONED, PROVREQ_CONDITIONS, PROVREQ_UID_ANNOTATION, QUEUE_LABEL, QUOTA_RESERVED,
-                        REQUEUED, REQUEUED_BY_ADMISSION_CHECK, TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION,
-                        TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
-from ..k8s.objects import Obj, annotations, condition, created_at, deleting, is_true, labels
-from ..k8s.objects import meta as _meta
-from ..k8s.objects import spec as _spec
-from ..k8s.objects import status as _status
-from ..k8s.quantity import format_quantity, parse_quantity_exact
+from k8s import job as jobs
+from k8s import node as nodes_
+from k8s import provreq as provreqs_
+from k8s import workload as workloads
+from k8s.keys import (ADMISSION_TIMEOUT, CHECK_NAME, CHECK_RESET_PREFIX, DEACTIVATED_DUE_TO_ADMISSION_CHECK, FAILED,
+                        GPU, JOB_COMPLETE, JOB_FAILED, POD_SCHEDULED, PROVISIONED, PROVREQ_UID_ANNOTATION,
+                        QUEUE_LABEL, QUOTA_RESERVED, REQUEUED, REQUEUED_BY_ADMISSION_CHECK,
+                        TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION,
+                        CheckState)
+from k8s.objects import Obj, annotations, condition, created_at, deleting, is_true, labels
+from k8s.objects import meta as _meta
+from k8s.objects import spec as _spec
+from k8s.objects import status as _status
+from k8s.quantity import format_quantity, parse_quantity_exact
 
+PhaseState = Literal["done", "active", "failed", "pending"]
+Outcome = Literal["waiting", "running", "succeeded", "failed"]
 PHASES = ("Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running")
 SYMBOLS = {"done": "✓", "active": "…", "failed": "✗", "pending": "·"}
 NAME_WIDTH = 22
@@ -40,14 +43,14 @@ NAME_WIDTH = 22
 @dataclass(frozen=True)
 class Phase:
     name: str
-    state: str   # "done" | "active" | "failed" | "pending"
+    state: PhaseState
     detail: str
 
 
 @dataclass(frozen=True)
 class View:
     phases: tuple[Phase, ...]
-    outcome: str   # "waiting" | "running" | "succeeded" | "failed"
+    outcome: Outcome
     reason: str    # why it failed / what it waits for; "" otherwise
 
     def render(self) -> str:
@@ -66,70 +69,6 @@ class View:
 
 # ------------------------------------------------------------------ small object helpers
 
-def check_state(workload: Obj | None, check_name: str) -> Obj | None:
-    """The workload's status.admissionChecks[] entry named `check_name`, or None."""
-    for c in _status(workload).get("admissionChecks") or []:
-        if c.get("name") == check_name:
-            return c
-    return None
-
-
-def provreq_attempt(provreq: Obj, check_name: str = CHECK_NAME) -> int | None:
-    """The attempt number from a ProvisioningRequest named `<workload>-<check>-<attempt>`."""
-    m = re.search(rf"-{re.escape(check_name)}-([0-9]+)$", _meta(provreq).get("name", ""))
-    return int(m.group(1)) if m else None
-
-
-def workload_provreqs(workload: Obj | None, provreqs: Iterable[Obj],
-                      check_name: str = CHECK_NAME) -> list[Obj]:
-    """The ProvisioningRequests of `workload` for `check_name`, oldest attempt first.
-
-    A ProvReq belongs to the workload if the workload owns it or its name has the
-    `<workload>-<check>-` prefix.  Without a workload every ProvReq given is kept.
-    """
-    wl_name = _meta(workload).get("name")
-    wl_uid = _meta(workload).get("uid")
-    mine = []
-    for pr in provreqs:
-        if workload is not None:
-            owned = bool(wl_uid) and any(o.get("uid") == wl_uid for o in _meta(pr).get("ownerReferences") or [])
-            named = bool(wl_name) and _meta(pr).get("name", "").startswith(f"{wl_name}-{check_name}-")
-            if not (owned or named):
-                continue
-        mine.append(pr)
-
-    def key(pr: Obj) -> tuple[int, str, str]:
-        attempt = provreq_attempt(pr, check_name)
-        return (attempt if attempt is not None else -1,
-                _meta(pr).get("creationTimestamp") or "", _meta(pr).get("name", ""))
-
-    return sorted(mine, key=key)
-
-
-def true_provreq_conditions(provreq: Obj) -> list[str]:
-    return [t for t in PROVREQ_CONDITIONS if is_true(provreq, t)]
-
-
-def job_finished(job: Obj | None) -> str | None:
-    """"succeeded" / "failed" from the Job's Complete / Failed conditions, else None."""
-    if is_true(job, JOB_COMPLETE):
-        return "succeeded"
-    if is_true(job, JOB_FAILED):
-        return "failed"
-    return None
-
-
-def job_parallelism(job: Obj | None) -> int:
-    """How many pods the Job runs at once: spec.parallelism (default 1), capped by completions."""
-    spec = _spec(job)
-    par = spec.get("parallelism")
-    par = 1 if par is None else int(par)
-    comp = spec.get("completions")
-    if comp is not None and int(comp) < par:
-        par = int(comp)
-    return max(par, 1)
-
-
 def pod_phase(pod: Obj) -> str:
     return _status(pod).get("phase") or "Pending"
 
@@ -140,7 +79,7 @@ def _sum_quantities(values: list[Any]) -> str:
     if len(values) == 1:
         return str(values[0])
     try:
-        return format_quantity(sum((parse_quantity_exact(v) for v in values), Fraction(0)))
+        return format_quantity(sum(parse_quantity_exact(v) for v in values))     # two or more: a Fraction
     except ValueError:
         return "+".join(str(v) for v in values)
 
@@ -155,7 +94,7 @@ def quota_summary(workload: Obj | None) -> str:
             usage.setdefault(res, []).append(qty)
         for res, flavor in (psa.get("flavors") or {}).items():
             flavors.setdefault(res, set()).add(flavor)
-    all_flavors: set[str] = set().union(*flavors.values()) if flavors else set()
+    all_flavors: set[str] = set().union(*flavors.values())
     if GPU in usage:
         what = f"{_sum_quantities(usage[GPU])} {GPU}"
         used_flavors = flavors.get(GPU) or all_flavors
@@ -177,8 +116,7 @@ def quota_summary(workload: Obj | None) -> str:
 
 def pool_line(pool: str, nodes: list[Obj], max_nodes: int) -> str:
     """"Node pool gpupool: 1/2 nodes": live (not deleting) nodes labelled with the pool."""
-    n = sum(1 for node in nodes if labels(node).get(POOL_LABEL) == pool and not deleting(node))
-    return f"Node pool {pool}: {n}/{max_nodes} nodes"
+    return f"Node pool {pool}: {len(nodes_.of_pool(nodes, pool))}/{max_nodes} nodes"
 
 
 # ------------------------------------------------------------------------- derivation
@@ -198,17 +136,11 @@ class _Facts:
     @property
     def job_started(self) -> bool:
         """Kueue unsuspends a managed Job only once its Workload is admitted."""
-        return self.job is not None and _spec(self.job).get("suspend") is False
+        return jobs.started(self.job)
 
     @property
     def inactive(self) -> bool:
-        wl = self.workload
-        if wl is None:
-            return False
-        if _spec(wl).get("active") is False:
-            return True
-        ev = condition(wl, EVICTED)
-        return bool(ev) and ev.get("status") == "True" and str(ev.get("reason", "")).startswith(DEACTIVATED)
+        return self.workload is not None and workloads.deactivated(self.workload)
 
     @property
     def quota_was_reserved(self) -> bool:
@@ -221,27 +153,26 @@ class _Facts:
         wl = self.workload
         if wl is None:
             return False
-        if is_true(wl, QUOTA_RESERVED) or is_true(wl, ADMITTED) or _status(wl).get("admission"):
+        if workloads.holds_quota(wl) or workloads.admitted(wl):
             return True
         rq = condition(wl, REQUEUED)
         if rq is not None and rq.get("status") == "False":
             return True
-        return self.check is not None and self.check.get("state") in (CHECK_READY, CHECK_RETRY, CHECK_REJECTED)
+        return self.check is not None and self.check.get("state") in (CheckState.READY, CheckState.RETRY, CheckState.REJECTED)
 
     def newest_provreq(self) -> Obj | None:
         return self.provreqs[-1] if self.provreqs else None
 
     def evicted(self) -> Obj | None:
-        ev = condition(self.workload, EVICTED)
-        return ev if ev is not None and ev.get("status") == "True" else None
+        return workloads.evicted(self.workload)
 
     def cause(self) -> str:
         """Why the workload was deactivated, in one phrase."""
-        if annotations(self.workload).get(DECISION_ANNOTATION) == TIMED_OUT:
+        if workloads.committed_timeout(self.workload):
             return "admission deadline passed: workload deactivated"
         ev = self.evicted()
         check = self.check or {}
-        if check.get("state") == CHECK_REJECTED:
+        if check.get("state") == CheckState.REJECTED:
             msg = check.get("message") or (ev or {}).get("message") or ""
             return f"rejected by admission check: {msg}" if msg else "rejected by admission check"
         if ev is not None and ev.get("reason") == DEACTIVATED_DUE_TO_ADMISSION_CHECK:
@@ -252,9 +183,7 @@ class _Facts:
         return "workload deactivated (spec.active=false)"
 
     def attempt(self) -> int | None:
-        pr = self.newest_provreq()
-        n = provreq_attempt(pr, self.check_name) if pr else None
-        return n
+        return provreqs_.attempt(self.newest_provreq(), self.check_name)     # None without a request
 
     def terminal_failure(self) -> str | None:
         """A Job-level failure that ends everything: the deadline mirror or Job Failed=True."""
@@ -277,7 +206,7 @@ def _reason_message(cond: Obj) -> str:
     reason, msg = cond.get("reason") or "", cond.get("message") or ""
     if reason and msg:
         return f"{reason}: {msg}"
-    return reason or msg or cond.get("type", "")
+    return reason or msg or cond["type"]          # found by its type
 
 
 def _submitted(f: _Facts) -> tuple[str, str]:
@@ -292,11 +221,11 @@ def _submitted(f: _Facts) -> tuple[str, str]:
 def _quota(f: _Facts) -> tuple[str, str]:
     wl = f.workload
     if wl is None:
-        if f.job_started or job_finished(f.job) == "succeeded":
+        if f.job_started or jobs.outcome(f.job) == "succeeded":
             return "done", "quota was reserved (the Workload no longer exists)"
         return "active", "waiting for Kueue to create the Workload"
-    if is_true(wl, QUOTA_RESERVED) or is_true(wl, ADMITTED) or (
-            is_true(wl, FINISHED) and _status(wl).get("admission")):
+    if workloads.quota_reserved(wl) or workloads.admitted(wl) or (
+            workloads.finished(wl) and _status(wl).get("admission")):
         return "done", quota_summary(wl)
     if f.job_started:
         return "done", quota_summary(wl) if _status(wl).get("admission") else "quota was reserved"
@@ -319,14 +248,14 @@ def _quota(f: _Facts) -> tuple[str, str]:
 
 def _capacity(f: _Facts) -> tuple[str, str]:
     wl, check = f.workload, f.check or {}
-    state = check.get("state") or CHECK_PENDING
-    if state == CHECK_REJECTED:
+    state = check.get("state") or CheckState.PENDING
+    if state == CheckState.REJECTED:
         return "failed", f.cause()
-    if is_true(wl, ADMITTED) or f.job_started or (wl is None and job_finished(f.job) == "succeeded"):
+    if workloads.admitted(wl) or f.job_started or (wl is None and jobs.outcome(f.job) == "succeeded"):
         return "done", _booked(f)
     if f.inactive:
         return "failed", f.cause()
-    if state == CHECK_READY:
+    if state == CheckState.READY:
         return "done", _booked(f)
     msg = check.get("message") or ""
     if msg.startswith(CHECK_RESET_PREFIX):
@@ -340,7 +269,7 @@ def _capacity(f: _Facts) -> tuple[str, str]:
             msg = prov["message"]
     if not msg:
         msg = "waiting for the autoscaler"
-    if state == CHECK_RETRY:
+    if state == CheckState.RETRY:
         n = f.attempt() or (int(check.get("retryCount") or 0) + 1)
         msg = f"retry after attempt {n}: {msg}"
     return "active", msg
@@ -355,10 +284,10 @@ def _booked(f: _Facts) -> str:
         # no request uid): fall back to the autoscaler's nodes (a pool's) the pods ran on
         used = {_spec(p).get("nodeName") for p in f.pods}
         booked = [n for n in f.nodes if _meta(n).get("name") in used
-                  and (annotations(n).get(PROVREQ_UID_ANNOTATION) or labels(n).get(POOL_LABEL))]
+                  and (annotations(n).get(PROVREQ_UID_ANNOTATION) or nodes_.pool_of(n))]
     if not booked:
         return "capacity found on existing nodes"
-    pools = sorted({labels(n).get(POOL_LABEL) for n in booked if labels(n).get(POOL_LABEL)})
+    pools = sorted({nodes_.pool_of(n) for n in booked if nodes_.pool_of(n)})
     text = f"capacity booked on {len(booked)} node(s)"
     return text + (f" of {', '.join(pools)}" if pools else "")
 
@@ -366,7 +295,7 @@ def _booked(f: _Facts) -> str:
 def _scheduling(f: _Facts) -> tuple[str, str]:
     bound = [p for p in f.pods if _spec(p).get("nodeName")]
     names = sorted({_spec(p)["nodeName"] for p in bound})
-    if len(bound) >= f.need or job_finished(f.job) == "succeeded":
+    if len(bound) >= f.need or jobs.outcome(f.job) == "succeeded":
         if not bound:
             return "done", "scheduled (the pods no longer exist)"
         count = f"{len(bound)}/{f.need}" if len(bound) <= f.need else f"{len(bound)} pods"
@@ -392,7 +321,7 @@ def _booting_nodes(f: _Facts) -> list[Obj]:
     """The autoscaler's nodes made for this Job's provisioned request that are not Ready yet."""
     uids = {_meta(pr).get("uid") for pr in f.provreqs if is_true(pr, PROVISIONED)}
     return [n for n in f.nodes if annotations(n).get(PROVREQ_UID_ANNOTATION) in uids
-            and not is_true(n, NODE_READY) and not deleting(n)]
+            and not nodes_.ready(n) and not deleting(n)]
 
 
 def _running_pods(f: _Facts) -> int:
@@ -404,11 +333,9 @@ def _running(f: _Facts) -> tuple[str, str]:
     if is_true(job, JOB_COMPLETE):
         st, sp = _status(job), _spec(job)
         completions = sp.get("completions")
-        completions = job_parallelism(job) if completions is None else int(completions)
+        completions = jobs.parallelism(job) if completions is None else int(completions)
         return "done", f"Succeeded ({int(st.get('succeeded') or 0)}/{completions} completions)"
-    failure = f.terminal_failure()
-    if failure:
-        return "failed", failure
+    # a terminal failure (the deadline's mirror, Failed=True) turns this open phase failed in derive()
     running = _running_pods(f)
     finished = sum(1 for p in f.pods if pod_phase(p) == "Succeeded")
     if running or finished:
@@ -426,16 +353,15 @@ def derive(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: lis
     details say for how long (nodes booting)."""
     facts = _Facts(
         job=job, workload=workload,
-        provreqs=workload_provreqs(workload, provreqs or [], check_name),
+        provreqs=provreqs_.of_workload(workload, provreqs or [], check_name),
         pods=[p for p in pods or [] if not deleting(p)],
         nodes=list(nodes or []), check_name=check_name,
-        check=check_state(workload, check_name), need=job_parallelism(job), now=now,
+        check=workloads.admission_check(workload, check_name), need=jobs.parallelism(job), now=now,
     )
     terminal = facts.terminal_failure()
     phases: list[Phase] = []
-    blocked = False
     for name, evaluate in zip(PHASES, _EVALUATORS):
-        if blocked:
+        if phases and phases[-1].state != "done":         # an open or failed phase blocks the ones after it
             phases.append(Phase(name, "pending", ""))
             continue
         state, detail = evaluate(facts)
@@ -443,16 +369,15 @@ def derive(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: lis
             # The Job ended (deadline mirror or Failed=True) while this phase was open.
             state, detail = "failed", terminal
         phases.append(Phase(name, state, detail))
-        blocked = state != "done"
 
     failed = next((p for p in phases if p.state == "failed"), None)
-    active = next((p for p in phases if p.state == "active"), None)
     if failed is not None:
         outcome, reason = "failed", failed.detail
     elif all(p.state == "done" for p in phases):
         outcome, reason = "succeeded", ""
-    else:
-        all_running = active is not None and active.name == "Running" and _running_pods(facts) >= facts.need
+    else:                         # neither failed nor done: the first phase not done is open
+        active = next(p for p in phases if p.state == "active")
+        all_running = active.name == "Running" and _running_pods(facts) >= facts.need
         outcome = "running" if all_running else "waiting"
-        reason = active.detail if active is not None else ""
+        reason = active.detail
     return View(phases=tuple(phases), outcome=outcome, reason=reason)

@@ -2,7 +2,10 @@
 
 1. The profile (a LocalQueue) is ProvisioningReady: its ClusterQueue has an Active
    AdmissionCheck with controller kueue.x-k8s.io/provisioning-request whose
-   ProvisioningRequestConfig exists with a non-empty class.
+   ProvisioningRequestConfig exists with a non-empty class.  On a MultiKueue manager
+   (`cluster up --multikueue`) its one check is an Active MultiKueue check instead: each worker
+   holds the Job with its own provisioning check, and the gang is planned against the pools file
+   that each worker's pool table copies.
 2. The gang fits the pool's max, read from the pool table the autoscaler publishes, trusted only
    while an autoscaler runs (its heartbeat Lease is fresh); otherwise from the pools file.
 3. Given the Job's name: Kueue v0.19.2 can find the ProvisioningRequests it will make for it
@@ -18,16 +21,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from fake_ca import planner
 from fake_ca.pools import PoolsError, load_pools, pools_from_configmap
 from fake_ca.request import gang_request
 
-from ..k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, POOL_TABLE, PROVISIONING_CONTROLLER, REAL_CA_LEASE,
-                        SYSTEM_NAMESPACE)
-from ..k8s.objects import condition
-from ..paths import shown
+from k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, MULTIKUEUE_CONTROLLER, POOL_TABLE,
+                      PROVISIONING_CONTROLLER, REAL_CA_LEASE, SYSTEM_NAMESPACE)
+from k8s.objects import condition
+from k8s.paths import shown
 from . import kueue_names
 
 KUEUE_DEFAULT_BACKOFF_LIMIT = 3        # ProvisioningRequestConfig retryStrategy.backoffLimitCount, CRD default
@@ -70,6 +74,7 @@ class Result:
     lines: list[str] = field(default_factory=list)
     flavor: dict | None = None
     attempts: dict[str, int] = field(default_factory=dict)   # provisioning check -> most attempts Kueue makes
+    multikueue: bool = False          # the profile's queue dispatches to MultiKueue workers
 
 
 def _true(obj, ctype):
@@ -93,11 +98,18 @@ def check_profile(profile: str, local_queue: dict | None, cluster_queue: dict | 
     spec = cluster_queue.get("spec") or {}
     names = [c.get("name") for c in ((spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or [])]
     names += [c for c in spec.get("admissionChecks") or [] if isinstance(c, str)]
-    prov = []
-    for n in names:
-        ac = admission_checks.get(n)
-        if ac and (ac.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
-            prov.append(ac)
+    checks = [ac for ac in (admission_checks.get(n) for n in names) if ac]
+    prov = [ac for ac in checks if (ac.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER]
+    dispatch = [ac for ac in checks if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER]
+    if dispatch:
+        ac = dispatch[0]        # Kueue allows one MultiKueue check per ClusterQueue, and no provisioning check beside it
+        active, msg = _true(ac, ACTIVE)
+        if not active:
+            return no(f"its MultiKueue AdmissionCheck {ac['metadata']['name']} is not Active ({msg})")
+        return Result(0, [f"preflight: profile {profile} ProvisioningReady=True on the MultiKueue workers: "
+                          f"AdmissionCheck {ac['metadata']['name']} dispatches the Job, and each worker holds it "
+                          "with its own ProvisioningRequest check until its autoscaler has the nodes"],
+                      flavor={"names": gpu_flavors(cluster_queue)}, multikueue=True)
     if not prov:
         return no(f"ClusterQueue {cq_name} has no AdmissionCheck with controller {PROVISIONING_CONTROLLER}; "
                   "without it Kueue admits without waiting for capacity")
@@ -149,15 +161,13 @@ def check_request_names(job_name: str, attempts: dict[str, int]) -> list[str]:
     return out
 
 
-def check_gang(gang: Gang, pools, flavor: dict | None, namespace: str = DEMO_NAMESPACE) -> Result:
+def check_gang(gang: Gang, pools, flavor: dict | None) -> Result:
     """Does the gang fit a pool's max?  Plans against an empty pool, as the autoscaler would from zero."""
     spec = (flavor or {}).get("spec") or {}
-    req = gang_request(namespace, "preflight", gang.pods, gang.gpus,
-                               node_selector=spec.get("nodeLabels") or None,
-                               tolerations=spec.get("tolerations") or None)
+    req = gang_request(gang.pods, gang.gpus, node_selector=spec.get("nodeLabels") or None,
+                       tolerations=spec.get("tolerations") or None)
     verdict = planner.plan(req, pools, [], [])
-    detail = verdict.line("x").split(": ", 1)[1]
-    return Result(0 if verdict.fits else 2, [f"preflight: {detail}"])
+    return Result(0 if verdict.fits else 2, [f"preflight: {verdict.detail()}"])
 
 
 def check_namespace(namespace: str, exists: bool | None) -> Result | None:
@@ -173,13 +183,17 @@ def check_namespace(namespace: str, exists: bool | None) -> Result | None:
 # 200-node pool, say), while the next `tau-demo fake-ca` or `tau-demo real-ca` publishes the pools file
 # again.  A Job submitted now waits in its queue until an autoscaler starts, so the pools file is the
 # answer to "can it ever fit?": preflight uses it and says so.
-TABLE, POOLS_FILE, MISSING = "table", "file", "missing"
+class PoolsFrom(StrEnum):
+    """Where preflight reads the node pools from."""
+    TABLE = "table"          # the table the running autoscaler published
+    FILE = "file"            # the pools file (no autoscaler runs)
+    MISSING = "missing"      # neither: exit 1
 AUTOSCALER_LEASES = (FAKE_CA_LEASE, REAL_CA_LEASE)
 
 
 @dataclass(frozen=True)
 class PoolSource:
-    use: str                    # TABLE, POOLS_FILE or MISSING (exit 1)
+    use: PoolsFrom
     lines: list[str]
 
 
@@ -190,17 +204,17 @@ def pool_source(table: dict | None, alive: dict[str, bool | None], pools_file: s
     leases = " and ".join(f"{SYSTEM_NAMESPACE}/{n}" for n in AUTOSCALER_LEASES)
     if any(alive.get(n) for n in AUTOSCALER_LEASES):
         if table is None:
-            return PoolSource(MISSING, [f"preflight: the running autoscaler has not published its pool table ({where}) "
+            return PoolSource(PoolsFrom.MISSING, [f"preflight: the running autoscaler has not published its pool table ({where}) "
                                         "yet; try again in a few seconds"])
-        return PoolSource(TABLE, [])
+        return PoolSource(PoolsFrom.TABLE, [])
     if any(alive.get(n) is None for n in AUTOSCALER_LEASES):     # cannot tell: the table is all there is
         if table is None:
-            return PoolSource(MISSING, [f"preflight: no pool table published ({where}) and the autoscalers' heartbeat "
+            return PoolSource(PoolsFrom.MISSING, [f"preflight: no pool table published ({where}) and the autoscalers' heartbeat "
                                         f"Leases ({leases}) cannot be read; start one with `tau-demo fake-ca`"])
-        return PoolSource(TABLE, [f"preflight: note: cannot read the autoscalers' heartbeat Leases ({leases}); "
+        return PoolSource(PoolsFrom.TABLE, [f"preflight: note: cannot read the autoscalers' heartbeat Leases ({leases}); "
                                   f"trusting the published pool table {where}"])
     left = f"not trusting the pool table in {where} (what the last one published) and " if table is not None else ""
-    return PoolSource(POOLS_FILE, [
+    return PoolSource(PoolsFrom.FILE, [
         f"preflight: no autoscaler is running (heartbeat Leases {leases} missing or stale): {left}checking against "
         f"{pools_file}, the pools `tau-demo fake-ca` and `tau-demo real-ca` publish by default; the job waits "
         "in its queue until one runs"])
@@ -233,14 +247,20 @@ def decide(inputs: PreflightInputs, profile: str, gang: Gang, namespace: str, po
     if res.code:
         return Result(res.code, res.lines)
     lines = list(res.lines) + (check_request_names(job_name, res.attempts) if job_name else [])
-    source = pool_source(inputs.pool_table, inputs.autoscalers, shown(pools_file))
-    lines += source.lines
-    if source.use == MISSING:
-        return Result(1, lines)
+    if res.multikueue:          # the workers' tables are on the workers: the file they copy
+        lines.append(f"preflight: the workers' autoscalers publish their pool tables on the workers; checking "
+                     f"against {shown(pools_file)}, which each worker's table copies")
+        table = None
+    else:
+        source = pool_source(inputs.pool_table, inputs.autoscalers, shown(pools_file))
+        lines += source.lines
+        if source.use == PoolsFrom.MISSING:
+            return Result(1, lines)
+        table = inputs.pool_table if source.use == PoolsFrom.TABLE else None
     try:
-        pools = pools_from_configmap(inputs.pool_table) if source.use == TABLE else load_pools(pools_file)
+        pools = pools_from_configmap(table) if table is not None else load_pools(pools_file)
     except PoolsError as e:
-        what = "the published pool table" if source.use == TABLE else "the pools file"
+        what = "the published pool table" if table is not None else "the pools file"
         return Result(1, lines + [f"preflight: {what} is malformed: {e}"])
-    gres = check_gang(gang, pools, inputs.flavor, namespace)
+    gres = check_gang(gang, pools, inputs.flavor)
     return Result(gres.code, lines + gres.lines)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import secrets
 
-from ..k8s.keys import DEADLINE_ANNOTATION, GPU, POD_COMPLETE_DELAY_ANNOTATION, PROVREQ_PARAM_PREFIX, QUEUE_LABEL
-from ..k8s.manifests import load_manifest
-from ..paths import MANIFESTS
+from k8s.keys import DEADLINE_ANNOTATION, GPU, POD_COMPLETE_DELAY_ANNOTATION, PROVREQ_PARAM_PREFIX, QUEUE_LABEL
+from k8s.manifests import load_manifest
+from k8s.paths import MANIFESTS
 from .preflight import Gang
 
 JOB_TEMPLATE = MANIFESTS / "gpu-job.yaml"

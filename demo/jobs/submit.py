@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..k8s.client import Kube
-from ..k8s.errors import ApiError, Conflict, Invalid, NotFound
-from ..k8s.keys import DEMO_NAMESPACE
-from ..k8s.resources import JOB
-from ..paths import POOLS_FILE
+from k8s.client import Kube
+from k8s.errors import ApiError, Conflict, Invalid, NotFound
+from k8s.keys import DEMO_NAMESPACE
+from k8s.resources import JOB
+from k8s.paths import POOLS_FILE
 from . import observe
 from .preflight import Gang, decide
 

@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timezone
 from typing import Callable
 
-from ..k8s.client import Kube
+from k8s.client import Kube
 from . import observe, phases
 
 SYMBOL = phases.SYMBOLS

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from demo.k8s import heartbeat
-from demo.k8s.client import Kube
-from demo.k8s.keys import (CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MANAGED_LABEL, POOL_LABEL,
-                           REAL_CA_LEASE, SYSTEM_NAMESPACE)
-from demo.k8s.objects import deleting, labels, meta, name, parse_time
-from demo.k8s.resources import CONFIG_MAP, NODE
+from k8s import heartbeat
+from k8s import node as nodes_
+from k8s.client import Kube
+from k8s.keys import (CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MANAGED_LABEL, REAL_CA_LEASE,
+                           SYSTEM_NAMESPACE)
+from k8s.objects import deleting, labels, meta, name, parse_time
+from k8s.resources import CONFIG_MAP, NODE
 
 STATUS_FRESH_SECONDS = 60.0    # a status ConfigMap updated this recently means a real CA is looping
 
@@ -30,7 +31,7 @@ def fake_nodes(nodes: list[dict]) -> list[str]:
 
 def real_nodes(nodes: list[dict]) -> list[str]:
     """Pool nodes the fake did not make: the real CA's (left behind if it was killed with SIGKILL)."""
-    return sorted(name(n) for n in nodes if labels(n).get(POOL_LABEL) and labels(n).get(MANAGED_LABEL) != "true"
+    return sorted(name(n) for n in nodes if nodes_.pool_of(n) and labels(n).get(MANAGED_LABEL) != "true"
                   and not deleting(n))
 
 

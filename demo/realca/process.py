@@ -28,12 +28,13 @@ from pathlib import Path
 import yaml
 
 from demo.cluster.procs import free_port
-from demo.k8s import heartbeat
-from demo.k8s.client import Kube
-from demo.k8s.errors import ApiError, NotFound, Unreachable
-from demo.k8s.keys import (CA_MAIN_LOOP_METRIC, CA_STATUS, MARKER, POOL_LABEL, REAL_CA_FIELD_MANAGER, REAL_CA_LEASE,
+from k8s import heartbeat, metrics
+from k8s.client import Kube
+from k8s.duration import go_duration
+from k8s.errors import ApiError, NotFound, Unreachable
+from k8s.keys import (CA_MAIN_LOOP_METRIC, CA_STATUS, MARKER, POOL_LABEL, REAL_CA_FIELD_MANAGER, REAL_CA_LEASE,
                            REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
-from demo.k8s.resources import CONFIG_MAP, NODE
+from k8s.resources import CONFIG_MAP, NODE
 from fake_ca.pools import Pool, pools_to_configmap
 
 from . import exclusion, provider
@@ -55,10 +56,6 @@ class Settings:
     max_node_provision_time: float = 120.0        # upstream 15m: kwok nodes register at once
     verbosity: int = 2
     extra_args: tuple[str, ...] = ()
-
-
-def go_duration(seconds: float) -> str:
-    return f"{int(seconds * 1000)}ms" if seconds != int(seconds) else f"{int(seconds)}s"
 
 
 def ca_args(kubeconfig: str, s: Settings, metrics_port: int, namespace: str = REAL_CA_NAMESPACE) -> list[str]:
@@ -106,13 +103,8 @@ def kubeconfig_target(path: str | None, context: str | None) -> tuple[str, str]:
 def main_loops_metric(text: str) -> float | None:
     """The value of cluster_autoscaler_last_activity{activity="mainSuccessful"} (unix time of the last
     main loop that succeeded), None before the first one."""
-    for line in text.splitlines():
-        if line.startswith(CA_MAIN_LOOP_METRIC):
-            try:
-                return float(line.split()[-1])
-            except ValueError:
-                return None
-    return None
+    name, labels = CA_MAIN_LOOP_METRIC
+    return metrics.value(text, name, **labels)
 
 
 def proc_environ(pid: int) -> dict[str, str]:

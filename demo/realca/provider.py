@@ -9,8 +9,8 @@ The real Cluster Autoscaler's kwok provider reads, from $POD_NAMESPACE:
   (a single bare Node document is rejected; two templates with the same group name would silently raise
   the group's initial target size).
 
-Each pool becomes one node group whose template has what the fake autoscaler's nodes have
-(fake_ca.pools.node_manifest): the pool's labels, `kubernetes.io/os`, `type: kwok`, the pool label
+Each pool becomes one node group whose template is made by the fake autoscaler's one Node builder
+(fake_ca.pools.node_manifest, kwok_provider_template=True), so it has what the fake's nodes have: the pool's labels, `kubernetes.io/os`, `type: kwok`, the pool label
 `cluster-autoscaler.kwok.nodegroup/name=<pool>` (also the grouping key, so both autoscalers' nodes are
 found with the same selector), the pool's taints and capacity/allocatable, min/max from the pool.  So the
 same Jobs fit the same way.  On purpose the template has:
@@ -30,19 +30,18 @@ from typing import Any
 
 import yaml
 
-from demo.k8s.keys import (KWOK_MAX_COUNT_ANNOTATION, KWOK_MIN_COUNT_ANNOTATION, KWOK_PROVIDER_CONFIG,
-                           KWOK_PROVIDER_CONFIG_KEY, KWOK_PROVIDER_TEMPLATES, KWOK_PROVIDER_TEMPLATES_KEY,
-                           MANAGED_BY_LABEL, OS_LABEL, POOL_LABEL, REAL_CA_NAMESPACE)
-from fake_ca.pools import Pool, taint_dicts
+from k8s.keys import (KWOK_PROVIDER_CONFIG, KWOK_PROVIDER_CONFIG_KEY, KWOK_PROVIDER_TEMPLATES,
+                           KWOK_PROVIDER_TEMPLATES_KEY, MANAGED_BY_LABEL, POOL_LABEL, REAL_CA_NAMESPACE)
+from k8s.resources import CONFIG_MAP, KWOK_PROVIDER_CONFIG_VERSION, LIST
+from fake_ca.pools import Pool, node_manifest
 
-PROVIDER_API_VERSION = "v1alpha1"
 TEMPLATE_SUFFIX = "-template"          # the provider renames a template to kwok-fake-<name>
 
 
 def provider_config() -> dict[str, Any]:
     """The provider's `config` document."""
     return {
-        "apiVersion": PROVIDER_API_VERSION,
+        "apiVersion": KWOK_PROVIDER_CONFIG_VERSION,
         "readNodesFrom": "configmap",
         "nodegroups": {"fromNodeLabelKey": POOL_LABEL},
         "nodes": {"skipTaint": True},
@@ -51,28 +50,12 @@ def provider_config() -> dict[str, Any]:
 
 
 def node_template(pool: Pool) -> dict[str, Any]:
-    """The template Node of one pool's node group."""
-    labels = dict(pool.labels)
-    labels.update({OS_LABEL: "linux", "type": "kwok", POOL_LABEL: pool.name})
-    taints = taint_dicts(pool)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": pool.name + TEMPLATE_SUFFIX,
-            "labels": labels,
-            # the provider writes into this map without creating it: it must exist (min/max guarantee it)
-            "annotations": {KWOK_MIN_COUNT_ANNOTATION: str(pool.min_nodes),
-                            KWOK_MAX_COUNT_ANNOTATION: str(pool.max_nodes)},
-        },
-        "spec": {"taints": taints},
-        "status": {"capacity": dict(pool.capacity), "allocatable": dict(pool.allocatable),
-                   "nodeInfo": {"operatingSystem": "linux"}},
-    }
+    """The template Node of one pool's node group: the fake's one Node builder, as a kwok provider template."""
+    return node_manifest(pool, pool.name + TEMPLATE_SUFFIX, kwok_provider_template=True)
 
 
 def templates_document(pools: list[Pool]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": [node_template(p) for p in pools]}
+    return LIST.doc(items=[node_template(p) for p in pools])
 
 
 def configmaps(pools: list[Pool], namespace: str = REAL_CA_NAMESPACE) -> list[dict[str, Any]]:
@@ -80,8 +63,7 @@ def configmaps(pools: list[Pool], namespace: str = REAL_CA_NAMESPACE) -> list[di
     if not pools:
         raise ValueError("no node pools: the kwok provider needs at least one node group")
     def cm(name: str, key: str, doc: dict) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": namespace, "labels": {MANAGED_BY_LABEL: "tau-demo"}},
-                "data": {key: yaml.safe_dump(doc, sort_keys=False)}}
+        return CONFIG_MAP.new(name, namespace, labels={MANAGED_BY_LABEL: "tau-demo"},
+                              data={key: yaml.safe_dump(doc, sort_keys=False)})
     return [cm(KWOK_PROVIDER_CONFIG, KWOK_PROVIDER_CONFIG_KEY, provider_config()),
             cm(KWOK_PROVIDER_TEMPLATES, KWOK_PROVIDER_TEMPLATES_KEY, templates_document(pools))]

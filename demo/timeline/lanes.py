@@ -1,11 +1,31 @@
-"""The state of every lane of the timeline at one poll, from plain objects (pure)."""
+"""The state of every lane of the timeline at one poll, from plain objects (pure).
+
+snapshot_states(): the summary lanes the SVG draws (Job, Workload, AdmissionCheck, ProvisioningRequest,
+Nodes, Pods).  object_lanes(): one lane per ProvisioningRequest attempt, Node and Pod, for the live page.
+phase_rows(), deadline_at(), decision(): the rest of what the recorder writes.  lane_for(): which lane
+a controller's log line concerns, by the object names it carries.
+"""
 
 from __future__ import annotations
 
-from ..jobs.phases import check_state, job_finished, pod_phase, provreq_attempt, true_provreq_conditions, workload_provreqs
-from ..k8s.keys import (ACCEPTED, ADMITTED, CHECK_NAME, EVICTED, FAILED, FINISHED, PROVISIONED, QUOTA_RESERVED,
-                        TERMINAL_REASON_ANNOTATION)
-from ..k8s.objects import Obj, annotations, condition, deleting, is_true
+import re
+from dataclasses import dataclass
+from typing import Collection, Mapping
+
+from k8s import job as jobs
+from k8s import node as nodes_
+from k8s import provreq as provreqs_
+from k8s import workload as workloads
+from k8s.keys import (ACCEPTED, BOOTS_AT_ANNOTATION, CHECK_NAME, DECISION_ANNOTATION, DECISION_TIME_ANNOTATION,
+                      EVICTED, FAILED, POD_SCHEDULED, POOL_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION,
+                      TERMINAL_REASON_ANNOTATION)
+from k8s.objects import Obj, annotations, condition, created_at, deleting, labels, parse_time, spec
+from k8s.objects import name as name_of
+from k8s.objects import uid as uid_of
+
+from ..deadline.protocol import BadDeadline, deadline_of
+from ..jobs import phases
+from ..jobs.phases import pod_phase
 
 LANES = ("Job", "Workload", "AdmissionCheck", "ProvisioningRequest", "Nodes", "Pods")
 
@@ -13,7 +33,7 @@ LANES = ("Job", "Workload", "AdmissionCheck", "ProvisioningRequest", "Nodes", "P
 def _job_state(job: Obj | None) -> str:
     if job is None:
         return "deleted"
-    finished = job_finished(job)
+    finished = jobs.outcome(job)
     if finished:
         state = finished
     elif (job.get("spec") or {}).get("suspend") is True:
@@ -30,36 +50,44 @@ def _workload_state(wl: Obj | None, job: Obj | None) -> str:
     if wl is None:
         # A live, unfinished Job without a Workload is waiting for Kueue to create one;
         # otherwise the Workload went away (garbage-collected with its Job).
-        return "none" if job is not None and not job_finished(job) else "deleted"
-    if is_true(wl, FINISHED):
+        return "none" if job is not None and not jobs.outcome(job) else "deleted"
+    if workloads.finished(wl):
         return "finished"
     ev = condition(wl, EVICTED)
     if ev is not None and ev.get("status") == "True":
         return f"evicted: {ev.get('reason') or 'unknown'}"
     if (wl.get("spec") or {}).get("active") is False:
         return "inactive"
-    if is_true(wl, ADMITTED):
+    if workloads.admitted(wl):
         return "admitted"
-    if is_true(wl, QUOTA_RESERVED):
+    if workloads.quota_reserved(wl):
         return "quota reserved"
     return "pending"
 
 
-def _provreq_state(workload: Obj | None, provreqs: list[Obj], check_name: str) -> str:
-    mine = workload_provreqs(workload, provreqs, check_name)
-    if not mine:
-        return "none"
-    pr = mine[-1]
-    attempt = provreq_attempt(pr, check_name)
-    trues = true_provreq_conditions(pr)
+def _provreq_label(pr: Obj, check_name: str) -> str:
+    attempt = provreqs_.attempt(pr, check_name)
+    return f"#{attempt}" if attempt is not None else pr.get("metadata", {}).get("name", "?")
+
+
+def _provreq_conditions(pr: Obj) -> str:
+    """"Provisioned", "Accepted · CapacityIsNotFound", "Failed", "created": one request's conditions."""
+    trues = provreqs_.true_conditions(pr)
     if len(trues) > 1 and ACCEPTED in trues:
         trues.remove(ACCEPTED)   # "Provisioned" says more than "Accepted Provisioned"
-    label = f"#{attempt}" if attempt is not None else pr.get("metadata", {}).get("name", "?")
-    text = f"{label} {'+'.join(trues) if trues else 'created'}"
+    text = "+".join(trues) if trues else "created"
     prov = condition(pr, PROVISIONED)
     if prov is not None and prov.get("status") == "False" and FAILED not in trues:
         text += f" · {prov.get('reason') or 'not provisioned'}"     # e.g. CapacityIsNotFound
     return text
+
+
+def _provreq_state(workload: Obj | None, provreqs: list[Obj], check_name: str) -> str:
+    mine = provreqs_.of_workload(workload, provreqs, check_name)
+    if not mine:
+        return "none"
+    pr = mine[-1]
+    return f"{_provreq_label(pr, check_name)} {_provreq_conditions(pr)}"
 
 
 def _nodes_state(nodes: list[Obj]) -> str:
@@ -86,7 +114,7 @@ def _pods_state(pods: list[Obj]) -> str:
 def snapshot_states(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj],
                     nodes: list[Obj], check_name: str = CHECK_NAME) -> dict[str, str]:
     """The current state string of every lane, keyed in LANES order."""
-    check = check_state(workload, check_name)
+    check = workloads.admission_check(workload, check_name)
     return {
         "Job": _job_state(job),
         "Workload": _workload_state(workload, job),
@@ -95,3 +123,165 @@ def snapshot_states(job: Obj | None, workload: Obj | None, provreqs: list[Obj], 
         "Nodes": _nodes_state(nodes or []),
         "Pods": _pods_state(pods or []),
     }
+
+
+# ---------------------------------------------------------------------------- MultiKueue: lanes per cluster
+
+MANAGER_LANES = ("Job", "Workload", "AdmissionCheck")       # a manager runs no pods and makes no nodes
+WORKER_LANES = ("Workload", "AdmissionCheck", "ProvisioningRequest", "Job", "Pods", "Nodes")
+SHORT = {"AdmissionCheck": "check", "ProvisioningRequest": "ProvReq"}     # lane names fit the picture's margin
+NOT_YET = "none"        # a Job or Workload not (yet) in this cluster: not dispatched there
+
+
+def dispatch_state(workload: Obj | None, check_name: str) -> str:
+    """A MultiKueue manager's check lane: the check's state, and the workers the Workload is dispatched to, or the
+    one that admitted it."""
+    state = workloads.check_state(workload, check_name) or "-"
+    where = workloads.cluster_name(workload)
+    if where:
+        return f"{state} · on {where}"
+    nominated = workloads.nominated_clusters(workload)
+    return f"{state} · to {', '.join(nominated)}" if nominated else state
+
+
+def cluster_lanes(cluster: str, lanes: tuple[str, ...], states: Mapping[str, str], seen: Collection[str]) -> dict[str, str]:
+    """The lanes of one cluster of a MultiKueue trio, named "<cluster> <lane>" (shortened by SHORT), from
+    snapshot_states() of that cluster's objects of the Job.  A Job or Workload lane whose object was never seen in
+    the cluster (`seen`: the lanes whose object was) reads NOT_YET, not "deleted": it was not dispatched there."""
+    return {f"{cluster} {SHORT.get(lane, lane)}":
+            NOT_YET if lane in ("Job", "Workload") and lane not in seen else states[lane] for lane in lanes}
+
+
+# ---------------------------------------------------------------------------- one lane per object
+
+GONE = "gone"          # an object lane whose object no longer exists: the lane ends there
+
+
+@dataclass(frozen=True)
+class ObjectLane:
+    of: str        # the summary lane it details: ProvisioningRequest, Nodes or Pods
+    name: str      # the object's name
+    state: str
+    detail: str
+
+
+def _provreq_lane(pr: Obj, check_name: str) -> tuple[str, ObjectLane]:
+    name = name_of(pr) or "?"
+    state = "deleting" if deleting(pr) else _provreq_conditions(pr)
+    return f"ProvisioningRequest {_provreq_label(pr, check_name)}", ObjectLane("ProvisioningRequest", name, state, name)
+
+
+def _node_lane(node: Obj, attempts: Mapping[str, str]) -> tuple[str, ObjectLane]:
+    name = name_of(node) or "?"
+    if deleting(node):
+        state = "deleting"
+    elif nodes_.ready(node):
+        state = "Ready"
+    else:
+        state = "booting"
+    parts = [f"pool {labels(node)[POOL_LABEL]}"] if nodes_.pool_of(node) else []
+    made_for = attempts.get(annotations(node).get(PROVREQ_UID_ANNOTATION))
+    if made_for:
+        parts.append(f"made for ProvisioningRequest {made_for}")
+    boots_at = annotations(node).get(BOOTS_AT_ANNOTATION)
+    if state == "booting" and boots_at:
+        parts.append(f"VM up at {boots_at}")
+    return f"Node {name}", ObjectLane("Nodes", name, state, ", ".join(parts))
+
+
+def _pod_lane(pod: Obj) -> tuple[str, ObjectLane]:
+    name = name_of(pod) or "?"
+    node = spec(pod).get("nodeName")
+    phase = pod_phase(pod)
+    if deleting(pod):
+        state = "terminating"
+    elif phase == "Pending":
+        state = "scheduled" if node else "pending"
+    else:
+        state = phase.lower()
+    detail = f"on {node}" if node else ""
+    unscheduled = condition(pod, POD_SCHEDULED)
+    if not node and unscheduled is not None and unscheduled.get("status") == "False":
+        message = unscheduled.get("message")
+        detail = (unscheduled.get("reason") or "Unschedulable") + (f": {message}" if message else "")
+    return f"Pod {name}", ObjectLane("Pods", name, state, detail)
+
+
+def _relevant_node(node: Obj, uids: set[str], bound: set[str], since, seen: Mapping[str, ObjectLane]) -> bool:
+    """A node of this Job's: made for one of its requests (the fake autoscaler says which), one its pods
+    run on, one already shown, or an autoscaler pool's node made since the Job (the real autoscaler's
+    nodes do not say which request they are for)."""
+    name = name_of(node)
+    made_for = annotations(node).get(PROVREQ_UID_ANNOTATION)
+    if f"Node {name}" in seen or name in bound or (made_for is not None and made_for in uids):
+        return True
+    made = created_at(node)
+    return made_for is None and POOL_LABEL in labels(node) and since is not None and made is not None \
+        and made >= since
+
+
+def object_lanes(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj], nodes: list[Obj],
+                 seen: Mapping[str, ObjectLane] | None = None, check_name: str = CHECK_NAME) -> dict[str, ObjectLane]:
+    """One lane per object of this Job: each ProvisioningRequest attempt, each Node made for it, each
+    Pod, keyed by lane name ("ProvisioningRequest #1", "Node <name>", "Pod <name>").  `seen` is the
+    previous result: a lane whose object is gone now is GONE (and nodes once shown stay followed)."""
+    seen = seen or {}
+    out: dict[str, ObjectLane] = {}
+    mine = provreqs_.of_workload(workload, provreqs or [], check_name) if workload is not None else []
+    for pr in mine:
+        lane, obj = _provreq_lane(pr, check_name)
+        out[lane] = obj
+    attempts = {uid_of(pr): _provreq_label(pr, check_name) for pr in mine if uid_of(pr)}
+    bound = {spec(p).get("nodeName") for p in pods or [] if spec(p).get("nodeName")}
+    since = created_at(job)
+    for node in nodes or []:
+        if _relevant_node(node, set(attempts), bound, since, seen):
+            lane, obj = _node_lane(node, attempts)
+            out[lane] = obj
+    for pod in pods or []:
+        lane, obj = _pod_lane(pod)
+        out[lane] = obj
+    for lane, obj in seen.items():
+        if lane not in out:
+            out[lane] = ObjectLane(obj.of, obj.name, GONE, "")
+    return out
+
+
+def phase_rows(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj], nodes: list[Obj],
+               check_name: str = CHECK_NAME) -> tuple[list[list[str]], str]:
+    """The five phases of `tau-demo watch` as [name, state, detail] rows, and the outcome.  Without a
+    clock: a detail does not count seconds, so the rows change only when the phases do."""
+    view = phases.derive(job, workload, provreqs, pods, nodes, check_name)
+    return [[p.name, p.state, p.detail] for p in view.phases], view.outcome
+
+
+def deadline_at(job: Obj | None) -> float | None:
+    """When the Job's admission deadline passes (epoch seconds); None without one or with a malformed one
+    (the deadline controller reports that)."""
+    if job is None:
+        return None
+    try:
+        at = deadline_of(job)
+    except BadDeadline:
+        return None
+    return at.timestamp() if at is not None else None
+
+
+def decision(workload: Obj | None) -> tuple[str, float | None] | None:
+    """The decision committed on the Workload ("timed-out") and when (its annotation's time), or None."""
+    if not workloads.committed_timeout(workload):
+        return None
+    at = parse_time(annotations(workload).get(DECISION_TIME_ANNOTATION))
+    return annotations(workload)[DECISION_ANNOTATION], (at.timestamp() if at is not None else None)
+
+
+def lane_for(text: str, names: Mapping[str, str]) -> str | None:
+    """The lane of the longest object name (`names`: object name -> lane) that `text` carries as a whole
+    name (not inside a longer name of letters and digits), or None.  A Workload's, a request's and a
+    pod's names contain the Job's, so the longest wins."""
+    best: tuple[int, str] | None = None
+    for name, lane in names.items():
+        if name and (best is None or len(name) > best[0]) and re.search(
+                rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", text):
+            best = (len(name), lane)
+    return best[1] if best else None

@@ -17,17 +17,16 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
+from k8s.objects import Obj
 from .lanes import LANES
 from .log import read
-
-Obj = dict[str, Any]
 
 # Fill colours by state keyword; the first class with a matching keyword wins.
 COLORS = {"red": "#f4a3a3", "green": "#9bd89f", "amber": "#ffd37a", "grey": "#d6d6d6"}
 KEYWORDS = (
     ("red", ("fail", "reject", "evict", "inactive", "deleted", "revoked", "expired", "timeout")),
     ("green", ("succeeded", "admitted", "ready", "provisioned", "running")),
-    ("amber", ("pending", "suspended", "accepted", "retry", "reserved", "created")),
+    ("amber", ("pending", "suspended", "accepted", "retry", "reserved", "created", "booting", "scheduled")),
 )
 MARKER_COLOR = "#d32f2f"
 
@@ -64,6 +63,12 @@ def _num(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".")
 
 
+def drawn(ev: Obj) -> bool:
+    """The events this picture draws: the summary lanes' states and the markers (a log holds more for the
+    live page: object lanes, phases, log lines, ...)."""
+    return ("lane" in ev and "of" not in ev) or "marker" in ev
+
+
 def lane_order(events: list[Obj]) -> list[str]:
     """Known lanes first (Job, Workload, AdmissionCheck, ProvisioningRequest, Nodes, Pods),
     then the others in order of first appearance."""
@@ -75,9 +80,9 @@ def lane_order(events: list[Obj]) -> list[str]:
     return [l for l in LANES if l in seen] + [l for l in seen if l not in LANES]
 
 
-def segments(events: list[Obj], end: float) -> dict[str, list[tuple[float, float, str, str]]]:
+def segments(events: list[Obj], end: float | None) -> dict[str, list[tuple[float, float | None, str, str]]]:
     """Per lane: (start, stop, state, detail), each state lasting until the lane's next state
-    (the last one until `end`).  Repeated equal states are merged."""
+    (the last one until `end`; None: still open).  Repeated equal states are merged."""
     by_lane: dict[str, list[tuple[float, str, str]]] = {}
     for ev in sorted((e for e in events if "lane" in e and _has_t(e)), key=lambda e: float(e["t"])):
         steps = by_lane.setdefault(ev["lane"], [])
@@ -110,7 +115,7 @@ def _tick_step(total: float) -> float:
 
 
 def render_svg(events: list[Obj], title: str) -> str:
-    events = [e for e in events if _has_t(e)]
+    events = [e for e in events if _has_t(e) and drawn(e)]
     lanes = lane_order(events)
     times = [float(e["t"]) for e in events]
     t0 = min(times) if times else 0.0

@@ -57,23 +57,24 @@ def parse_modinfo(go_version: str, mod: str) -> BuildInfo:
     return BuildInfo(go_version, path, main_module, main_version, deps, settings)
 
 
-def read(binary: Path) -> BuildInfo | None:
+def read_build_info(binary: Path) -> BuildInfo | None:
     """Return the build info of a Go binary, or None if there is none."""
     try:
         data = binary.read_bytes()
     except OSError:
         return None
     at = data.find(MAGIC)
-    if at < 0 or len(data) < at + 32:
+    if at < 0:
         return None
-    flags = data[at + 15]
-    if not flags & 0x2:          # pre-1.18 pointer format: not produced by our Go 1.26 builds
+    try:                         # a file that ends inside the header or a length is cut short: none
+        if not data[at + 15] & 0x2:      # flags; pre-1.18 pointer format: not produced by our Go 1.26 builds
+            return None
+        n, pos = _uvarint(data, at + 32)
+        go_version = data[pos:pos + n].decode(errors="replace")
+        pos += n
+        n, pos = _uvarint(data, pos)
+    except IndexError:
         return None
-    pos = at + 32
-    n, pos = _uvarint(data, pos)
-    go_version = data[pos:pos + n].decode(errors="replace")
-    pos += n
-    n, pos = _uvarint(data, pos)
     mod = data[pos:pos + n]
     # modinfo is framed by 16-byte sentinels
     if len(mod) >= 33:

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..paths import TOOLCHAIN_MODULES, cache_root
+from k8s.paths import TOOLCHAIN_MODULES, cache_root
 from . import buildinfo, casource, versions
 from .gobuild import (Progress, ToolchainError, check_go, fresh_partial, go_env, go_install, install_outputs,
                       module_dir, run_out)
 
-BACKENDS = ("kwok", "kind")
+BACKEND_NAMES = ("kwok", "kind")                 # the cluster backends (demo/cluster/backends.py)
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Component:
     artifacts: tuple[str, ...]                       # files under share/
     probe: Callable[["Component", str], str | None]  # the version a binary reports (None: missing/unreadable)
     build: Callable[["Component", Progress], None]
-    needed_by: frozenset[str] = field(default_factory=lambda: frozenset(BACKENDS))   # backends; or "extra"
+    needed_by: frozenset[str] = field(default_factory=lambda: frozenset(BACKEND_NAMES))   # backends; or "extra"
     note: str = ""
 
     @property
@@ -93,7 +93,7 @@ def probe_module(module: str) -> Callable[[Component, str], str | None]:
     """The version of `module` the binary was built from, read from its embedded build info
     (no version flag and no Go needed)."""
     def probe(c: Component, binary: str) -> str | None:
-        info = buildinfo.read(c.bin_dir / binary)
+        info = buildinfo.read_build_info(c.bin_dir / binary)
         if info is None:
             return None
         if info.main_module == module:
@@ -161,7 +161,7 @@ def kueue_ldflags(c: Component) -> str:
 
 def kustomize(p: Progress, step: str, directory: Path) -> str:
     """`kubectl kustomize` with the pinned kubectl (built first)."""
-    if not KUBECTL.ready():
+    if not KUBECTL_BINARY.ready():
         raise ToolchainError("manifests are rendered with the pinned kubectl: build kubectl first")
     return p.run(step, [str(bin_path("kubectl")), "kustomize", str(directory)])
 
@@ -206,7 +206,7 @@ def probe_cluster_autoscaler(c: Component, binary: str) -> str | None:
     info must show the CA main module built with -tags kwok, and the stamp the builder wrote beside the
     binary must carry the sha256 of exactly this binary; the stamp's version is the answer."""
     path = c.bin_dir / binary
-    info = buildinfo.read(path)
+    info = buildinfo.read_build_info(path)
     if info is None or info.main_module != versions.CLUSTER_AUTOSCALER_MODULE:
         return None
     if "kwok" not in info.settings.get("-tags", "").split(","):
@@ -238,37 +238,37 @@ def build_cluster_autoscaler(c: Component, p: Progress) -> None:
 # ---------------------------------------------------------------------------- the components
 
 _KWOK_ONLY = frozenset({"kwok"})
-KUBECTL = Component("kubectl", versions.KUBERNETES, ("kubectl",), (), probe_kube_version, build_kubernetes_binaries)
-KUBERNETES = Component("kubernetes", versions.KUBERNETES,
+KUBECTL_BINARY = Component("kubectl", versions.KUBERNETES, ("kubectl",), (), probe_kube_version, build_kubernetes_binaries)
+KUBERNETES_BINARIES = Component("kubernetes", versions.KUBERNETES,
                        ("kube-apiserver", "kube-controller-manager", "kube-scheduler"), (),
                        probe_kube_version, build_kubernetes_binaries, _KWOK_ONLY,
                        note=" (the longest step: about 6 min cold on 2 cores)")
-ETCD = Component("etcd", versions.ETCD, ("etcd",), (), probe_etcd, build_etcd, _KWOK_ONLY)
-KWOK = Component("kwok", versions.KWOK, ("kwok", "kwokctl"), (), probe_module("sigs.k8s.io/kwok"),
+ETCD_BINARY = Component("etcd", versions.ETCD, ("etcd",), (), probe_etcd, build_etcd, _KWOK_ONLY)
+KWOK_BINARIES = Component("kwok", versions.KWOK, ("kwok", "kwokctl"), (), probe_module("sigs.k8s.io/kwok"),
                  build_go_install("sigs.k8s.io/kwok", ("sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok/cmd/kwokctl")),
                  _KWOK_ONLY)
 KWOK_MANIFESTS = Component("kwok-manifests", versions.KWOK, (),
                            tuple(f"stages/{Path(s).name}" for s in KWOK_STAGE_SOURCES) + ("kwok-in-cluster.yaml",),
                            no_binaries, build_kwok_manifests)
-KUEUE = Component("kueue", versions.KUEUE, ("kueue",), (), probe_module("sigs.k8s.io/kueue"),
+KUEUE_BINARY = Component("kueue", versions.KUEUE, ("kueue",), (), probe_module("sigs.k8s.io/kueue"),
                   build_go_install("sigs.k8s.io/kueue", ("sigs.k8s.io/kueue/cmd/kueue",), kueue_ldflags), _KWOK_ONLY)
 KUEUE_MANIFESTS = Component("kueue-manifests", versions.KUEUE, (), ("kueue-manifests.yaml",), no_binaries,
                             build_kueue_manifests)
 PROVREQ_CRD = Component("autoscaler-apis", versions.AUTOSCALER_APIS, (), ("provisioningrequests.yaml",), no_binaries,
                         build_provreq_crd)
-KIND = Component("kind", versions.KIND, ("kind",), (), probe_module("sigs.k8s.io/kind"),
+KIND_BINARY = Component("kind", versions.KIND, ("kind",), (), probe_module("sigs.k8s.io/kind"),
                  build_go_install("sigs.k8s.io/kind", ("sigs.k8s.io/kind",)), frozenset({"kind"}))
-ACTIONLINT = Component("actionlint", versions.ACTIONLINT, ("actionlint",), (),
+ACTIONLINT_BINARY = Component("actionlint", versions.ACTIONLINT, ("actionlint",), (),
                        probe_module("github.com/rhysd/actionlint"),
                        build_go_install("github.com/rhysd/actionlint", ("github.com/rhysd/actionlint/cmd/actionlint",)),
                        frozenset({"extra"}))
-CLUSTER_AUTOSCALER = Component("cluster-autoscaler", versions.CLUSTER_AUTOSCALER, ("cluster-autoscaler",), (),
+CLUSTER_AUTOSCALER_BINARY = Component("cluster-autoscaler", versions.CLUSTER_AUTOSCALER, ("cluster-autoscaler",), (),
                                probe_cluster_autoscaler, build_cluster_autoscaler, frozenset({"extra"}),
                                note=" (5-7 min cold on 2 cores; seconds with a warm Go build cache)")
 
 # build order: kubectl renders the other components' manifests, so it comes first
-COMPONENTS = (KUBECTL, ETCD, KUBERNETES, KWOK, KWOK_MANIFESTS, PROVREQ_CRD, KUEUE, KUEUE_MANIFESTS, KIND, ACTIONLINT,
-              CLUSTER_AUTOSCALER)
+COMPONENTS = (KUBECTL_BINARY, ETCD_BINARY, KUBERNETES_BINARIES, KWOK_BINARIES, KWOK_MANIFESTS, PROVREQ_CRD, KUEUE_BINARY,
+              KUEUE_MANIFESTS, KIND_BINARY, ACTIONLINT_BINARY, CLUSTER_AUTOSCALER_BINARY)
 
 
 def bin_path(binary: str) -> Path:

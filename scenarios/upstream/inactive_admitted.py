@@ -30,26 +30,28 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from demo.deadline import protocol as dl
-from demo.k8s import hooks
-from demo.k8s.keys import (ADMITTED, CHECK_NAME, DEADLINE_CLASS_ANNOTATION, EVICTED, GPU, PARAM_STOCKOUT,
+from k8s import hooks
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s.keys import (ADMITTED, CHECK_NAME, DEADLINE_CLASS_ANNOTATION, EVICTED, GPU, PARAM_STOCKOUT,
                            PROVREQ_PARAM_PREFIX, QUOTA_RESERVED, UPSTREAM_PREFIX)
-from demo.k8s.objects import condition, is_true, meta
-from demo.k8s.resources import CLUSTER_QUEUE, JOB, WORKLOAD
+from k8s.objects import condition, meta
+from k8s.resources import CLUSTER_QUEUE, JOB, WORKLOAD
 from demo.timeline import svg
 from demo.timeline.log import EventLog
 
 from ..harness import NS, Context
 from ..race import race_controller
 from ..recorder import Recorder
+from ..record import Report, Scenario
 from . import kit
 
-REPORT = {
-    "number": "kubernetes-sigs/kueue#6711",
-    "title": "an inactive Workload is admitted and at once evicted",
-    "claim": "Workloads with spec.active=false occasionally get QuotaReserved/Admitted and are then evicted at once",
-    "fixed_in": "open; the requeue paths were guarded in v0.15.0 (#7913) and v0.18.0 (#11014)",
-}
+REPORT = Report(
+    number="kubernetes-sigs/kueue#6711",
+    title="an inactive Workload is admitted and at once evicted",
+    claim="Workloads with spec.active=false occasionally get QuotaReserved/Admitted and are then evicted at once",
+    fixed_in="open; the requeue paths were guarded in v0.15.0 (#7913) and v0.18.0 (#11014)",
+)
 NAME = "upstream-6711"
 QUEUE = f"{UPSTREAM_PREFIX}6711"
 ONE = {"cpu": "8", "memory": "64Gi", GPU: "8"}            # the queue's whole quota: one 1 × 8-GPU Job
@@ -64,11 +66,10 @@ JOB_OUTCOMES = {"never reserved": "timeout first", "hit": "Kueue reserved quota 
 
 
 def plain_workload(name: str, queue: str = QUEUE, annotations: dict | None = None) -> dict:
-    return {"apiVersion": kit.KUEUE, "kind": "Workload",
-            "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
-            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "none", "resources": {"requests": dict(ONE)}}]}}}]}}
+    return WORKLOAD.new(name, NS, annotations=annotations or {},
+                        spec={"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "none", "resources": {"requests": dict(ONE)}}]}}}]})
 
 
 def blocker(ctx: Context, i: int, queue: str = QUEUE) -> str:
@@ -76,13 +77,13 @@ def blocker(ctx: Context, i: int, queue: str = QUEUE) -> str:
     name = f"{QUEUE}-blocker-{i}"
     params = ctx.injected({PARAM_STOCKOUT: "true"}) if queue == CHECKED else {}
     ctx.k.create(WORKLOAD, plain_workload(name, queue, {PROVREQ_PARAM_PREFIX + k: v for k, v in params.items()}), NS)
-    ctx.wait(lambda: is_true(ctx.k.get(WORKLOAD, name, NS), QUOTA_RESERVED), 20, f"{name} to hold the quota")
+    ctx.wait(lambda: workloads.quota_reserved(ctx.k.get(WORKLOAD, name, NS)), 20, f"{name} to hold the quota")
     return name
 
 
-def order(w: kit.Watch, name: str, at_rv: int) -> tuple[str, dict | None, float | None]:
+def order(w: kit.Changes, name: str, at_rv: int) -> tuple[str, dict | None, float | None]:
     """'hit' when the first QuotaReserved=True of `name` came after the write at `at_rv`."""
-    reserved = [(t, o) for t, typ, o in w.of(name) if is_true(o, QUOTA_RESERVED)]
+    reserved = [(t, o) for t, typ, o in w.of(name) if workloads.quota_reserved(o)]
     if not reserved:
         return "never reserved", None, None
     t, first = min(reserved, key=lambda x: kit.rv(x[1]))
@@ -91,10 +92,10 @@ def order(w: kit.Watch, name: str, at_rv: int) -> tuple[str, dict | None, float 
 
 def lanes(wl: dict) -> dict[str, str]:
     ev = condition(wl, EVICTED) or {}
-    return {"Workload": "inactive" if wl["spec"].get("active") is False else "active",
+    return {"Workload": "inactive" if not workloads.active(wl) else "active",
             QUOTA_RESERVED: {"True": "reserved", "False": "pending"}.get((condition(wl, QUOTA_RESERVED) or {}).get(
                 "status"), "-"),
-            ADMITTED: "admitted" if is_true(wl, ADMITTED) else "-",
+            ADMITTED: "admitted" if workloads.admitted(wl) else "-",
             EVICTED: f"evicted: {ev.get('reason')}" if ev.get("status") == "True" else "-"}
 
 
@@ -106,12 +107,12 @@ def picture(log: EventLog, events: list, since: float) -> None:
         log.record_all(lanes(before[-1]), t=since)
     for t, _, o in events:
         if t >= since:
-            if o["spec"].get("active") is False and log.last.get("Workload") == "active":
+            if not workloads.active(o) and log.last.get("Workload") == "active":
                 log.mark("spec.active=false", t=t)
             log.record_all(lanes(o), t=t)
 
 
-def sequence(events: list, since: float) -> str:
+def admission_sequence(events: list, since: float) -> str:
     """The Workload's writes after `since`: '+993 ms rv 1 inactive; +1030 ms rv 2 reserved, admitted; ...'."""
     out, last = [], None
     for t, _, o in events:
@@ -126,7 +127,7 @@ def sequence(events: list, since: float) -> str:
 
 def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
     lat, results = [1.04], []
-    with kit.Watch(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(QUEUE)) as w:
+    with kit.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(QUEUE)) as w:
         held = blocker(ctx, 0)
         for i in range(TRIALS):
             target = f"{QUEUE}-{i}"
@@ -148,7 +149,7 @@ def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
                     + (f" (rv {kit.rv(first)} > {at}): {kit.conditions_line(final)}" if outcome == "hit" else ""))
             if outcome == "hit" and not any(r["outcome"] == "hit" for r in results[:-1]):
                 picture(log, w.of(target), t0)
-                ctx.say(f"    after the release: {sequence(w.of(target), t0)}")
+                ctx.say(f"    after the release: {admission_sequence(w.of(target), t0)}")
                 cq = ctx.k.get(CLUSTER_QUEUE, QUEUE)
                 events = sorted(kit.workload_events(ctx, target))
                 ctx.say(f"    Kueue's events on it: {', '.join(events)}; ClusterQueue {QUEUE} counts "
@@ -173,8 +174,8 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
             held, name = blocker(ctx, 100 + i, queue), ctx.new_name("job-6711")
             key = f"{NS}/{name}"
             hooks.arm(hook_dir, "before-commit", key)
-            with kit.Watch(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(f"job-{name}")) as w, \
-                    kit.Watch(ctx, JOB, keep=lambda o: meta(o)["name"] == name) as jw, \
+            with kit.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(f"job-{name}")) as w, \
+                    kit.Changes(ctx, JOB, keep=lambda o: meta(o)["name"] == name) as jw, \
                     Recorder(ctx, name, None, interval=0.05) as rec:
                 ctx.submit(name, "1x8", deadline="3s", profile=queue, annotations={DEADLINE_CLASS_ANNOTATION: CLASS},
                            provreq=ctx.injected({PARAM_STOCKOUT: "true"}))
@@ -186,7 +187,7 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
                 time.sleep(delay)
                 hooks.release(hook_dir, "before-commit", key)
                 time.sleep(4)
-            commits = [(t, o) for t, _, o in w.events if dl.committed_timeout(o)]
+            commits = [(t, o) for t, _, o in w.events if workloads.committed_timeout(o)]
             at = min((kit.rv(o) for _, o in commits), default=None)
             outcome = order(w, meta(commits[0][1])["name"], at)[0] if commits else "admission won"
             after = [s for t, s in rec.samples if commits and t >= commits[0][0]]
@@ -199,11 +200,11 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
                     "unsuspended_ms": round(((back or time.time()) - off) * 1000) if off else 0,
                     "pods_after": max((len(s.pods) for s in after), default=0),
                     "running_after": any(p.get("status", {}).get("phase") == "Running" for s in after for p in s.pods),
-                    "marked_admitted": rec.ever(lambda s: is_true(s.workload, ADMITTED) and dl.mirrored(s.job)
-                                                and not dl.committed_timeout(s.workload))}
+                    "marked_admitted": rec.ever(lambda s: workloads.admitted(s.workload) and jobs.mirrored(s.job)
+                                                and not workloads.committed_timeout(s.workload))}
             out.append(fact)
             if outcome == "hit":
-                ctx.say(f"    the Workload after the release: {sequence(w.of(meta(commits[0][1])['name']), t0)}")
+                ctx.say(f"    the Workload after the release: {admission_sequence(w.of(meta(commits[0][1])['name']), t0)}")
             ctx.say(f"  job trial {i + 1}: {JOB_OUTCOMES[outcome]}; " + (
                 f"the Job was unsuspended after the committed timeout, for {fact['unsuspended_ms']} ms "
                 f"({fact['pods_after']} pod(s) seen, {'some' if fact['running_after'] else 'none'} Running), "
@@ -255,7 +256,7 @@ def run(ctx: Context) -> None:
                          "invariant: a Job whose timeout was committed never ran (never unsuspended, no pod)")
         ctx.wait(lambda: not [w for w in ctx.k.list(WORKLOAD, NS)[0] if meta(w)["name"].startswith(QUEUE)], 30,
                  "the plain Workloads to go")
-    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT['number']}: inactive, then admitted") \
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: inactive, then admitted") \
         if hits else None
     first = hits[0]["final"] if hits else None
 
@@ -274,3 +275,6 @@ def run(ctx: Context) -> None:
                 + "; without a check the deadline protocol alone "
                 + ("did not stop Kueue from starting the timed-out Job" if broken else "held in the trials seen"),
                 str(picture) if picture else None)
+
+
+SCENARIOS = (Scenario(NAME, "upstream", REPORT.title, run, report=REPORT),)

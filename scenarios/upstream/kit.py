@@ -17,48 +17,66 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from demo.jobs import observe
-from demo.k8s.client import informer
-from demo.k8s.errors import ApiError, Conflict, NotFound, Unreachable
-from demo.k8s.keys import (ACTIVE, ADMITTED, CHECK_NAME, CLUSTER_QUEUE as DEFAULT_CQ, DEACTIVATION_TARGET, EVICTED,
+from k8s.errors import ApiError, Conflict, NotFound, Unreachable
+from k8s.keys import (ACTIVE, ADMITTED, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEACTIVATION_TARGET, EVICTED,
                            EXTERNAL_CHECK_FIELD_MANAGER, PROVISIONING_CONTROLLER, QUEUE_LABEL, QUOTA_RESERVED)
-from demo.k8s.objects import condition, format_time, is_true, labels, meta, status
-from demo.k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, EVENT, JOB, LOCAL_QUEUE, WORKLOAD, Resource
+from k8s import workload as workloads
+from k8s.objects import condition, format_time, is_true, labels, meta
+from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, EVENT, JOB, LOCAL_QUEUE, PROVREQ_CONFIG,
+                           RESOURCE_FLAVOR, WORKLOAD, WORKLOAD_PRIORITY_CLASS, Resource)
+from k8s.watch import Event
+from k8s.watch import Watch as BackgroundWatch
 
-from ..harness import NS, Context, ScenarioFailed
+from ..harness import NAMESPACES, NS, Context, ScenarioFailed
+from ..record import Report
 
-KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
 # ---------------------------------------------------------------------------- the report
 
-def begin(ctx: Context, report: dict) -> None:
+def about_autoscaler(report: Report) -> bool:
+    """A report against the Cluster Autoscaler (kubernetes/autoscaler#...), not against Kueue."""
+    return report.number.startswith("kubernetes/autoscaler#")
+
+
+def subject(ctx: Context, report: Report) -> str:
+    """What the report is judged on here: Kueue v0.19.2, or the autoscaler that answered."""
+    if not about_autoscaler(report):
+        return "Kueue v0.19.2"
+    return "the real Cluster Autoscaler 1.36.1" if ctx.autoscaler == "real" else "the fake autoscaler"
+
+
+def begin(ctx: Context, report: Report) -> None:
     """The scenario's opening: the report's number, what it claims, where it was fixed."""
-    ctx.header(f"{report['number']}: {report['title']}")
-    ctx.say(f"  claim:    {report['claim']}")
-    ctx.say(f"  fixed in: {report['fixed_in']}")
-    ctx.say("  here:     Kueue v0.19.2 (the pinned release), observed on the cluster, nothing of Kueue's written by hand")
+    ctx.header(f"{report.number}: {report.title}")
+    ctx.say(f"  claim:    {report.claim}")
+    ctx.say(f"  fixed in: {report.fixed_in}")
+    ctx.say(f"  here:     {subject(ctx, report)}" + (" with Kueue v0.19.2" if about_autoscaler(report) else
+                                                      " (the pinned release)")
+            + ", observed on the cluster, nothing of Kueue's written by hand")
 
 
 @dataclass
-class Verdict:
+class ReportVerdict:
     number: str
     reproduced: bool
     evidence: str
     layer: str
     picture: str | None = None
+    on: str = "Kueue v0.19.2"        # what it was judged on (an autoscaler report: the autoscaler that ran)
 
 
-def verdict(ctx: Context, report: dict, reproduced: bool, evidence: str, layer: str,
-            picture: str | None = None) -> Verdict:
+def verdict(ctx: Context, report: Report, reproduced: bool, evidence: str, layer: str,
+            picture: str | None = None) -> ReportVerdict:
     """Say whether the report reproduces here, with what was observed and which layer bounds it.
     An honest "not reproduced" passes: the check is that the scenario observed enough to say."""
-    v = Verdict(report["number"], reproduced, evidence, layer, picture)
+    v = ReportVerdict(report.number, reproduced, evidence, layer, picture, subject(ctx, report))
     ctx.verdicts.append(v)
-    ctx.say(f"\n  {'REPRODUCES here' if reproduced else 'NOT REPRODUCED here'} on Kueue v0.19.2: {evidence}")
+    ctx.say(f"\n  {'REPRODUCES here' if reproduced else 'NOT REPRODUCED here'} on {subject(ctx, report)}: {evidence}")
     ctx.say(f"  caught by: {layer}")
     if picture:
         ctx.say(f"  timeline: {picture}")
-    ctx.check(True, f"verdict on {report['number']}: {'reproduces' if reproduced else 'not reproduced'}")
+    ctx.check(True, f"verdict on {report.number}: {'reproduces' if reproduced else 'not reproduced'}")
     return v
 
 
@@ -66,8 +84,8 @@ def verdict(ctx: Context, report: dict, reproduced: bool, evidence: str, layer: 
 
 class KueueObjects:
     """Kueue objects a scenario needs besides the demo's: made at its start, deleted at its end (and
-    waited for), newest first.  The demo's ClusterQueue is read, never written; that it is untouched
-    is checked at the end (its generation)."""
+    waited for), newest first, after the Jobs and Workloads left in its queues.  The demo's ClusterQueue is
+    read, never written; that it is untouched is checked at the end (its generation)."""
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -75,7 +93,7 @@ class KueueObjects:
         self.default_generation = None
 
     def __enter__(self):
-        self.default_generation = meta(self.ctx.k.get(CLUSTER_QUEUE, DEFAULT_CQ)).get("generation")
+        self.default_generation = meta(self.ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)).get("generation")
         return self
 
     def _create(self, res: Resource, obj: dict, namespace: str | None = None) -> dict:
@@ -84,26 +102,41 @@ class KueueObjects:
         return out
 
     def admission_check(self, name: str, controller: str = PROVISIONING_CONTROLLER, config: str | None = CHECK_NAME):
-        """An AdmissionCheck; a provisioning one shares the demo's ProvisioningRequestConfig."""
+        """An AdmissionCheck; a provisioning one uses the ProvisioningRequestConfig `config` (the demo's by default)."""
         spec: dict = {"controllerName": controller}
         if controller == PROVISIONING_CONTROLLER:
-            spec["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": config}
-        return self._create(ADMISSION_CHECK, {"apiVersion": KUEUE, "kind": "AdmissionCheck",
-                                              "metadata": {"name": name}, "spec": spec})
+            spec["parameters"] = {"apiGroup": PROVREQ_CONFIG.group, "kind": PROVREQ_CONFIG.kind, "name": config}
+        return self._create(ADMISSION_CHECK, ADMISSION_CHECK.new(name, spec=spec))
 
-    def cluster_queue(self, name: str, checks: list[str], resource_groups: list | None = None) -> dict:
-        """A ClusterQueue with the demo's resource groups (its own quota of the same size) and `checks`."""
-        groups = resource_groups or copy.deepcopy(self.ctx.k.get(CLUSTER_QUEUE, DEFAULT_CQ)["spec"]["resourceGroups"])
-        spec = {"namespaceSelector": {}, "resourceGroups": groups}
+    def provisioning_config(self, name: str, spec: dict) -> dict:
+        """A ProvisioningRequestConfig (made through the apiserver, so the CRD's retryStrategy defaults apply)."""
+        return self._create(PROVREQ_CONFIG, PROVREQ_CONFIG.new(name, spec=spec))
+
+    def flavor(self, name: str, node_labels: dict, tolerations: list | None = None) -> dict:
+        spec: dict = {"nodeLabels": dict(node_labels)}
+        if tolerations:
+            spec["tolerations"] = list(tolerations)
+        return self._create(RESOURCE_FLAVOR, RESOURCE_FLAVOR.new(name, spec=spec))
+
+    def priority_class(self, name: str, value: int) -> dict:
+        return self._create(WORKLOAD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS.new(name, value=value))
+
+    def cluster_queue(self, name: str, checks: list, resource_groups: list | None = None,
+                      preemption: dict | None = None) -> dict:
+        """A ClusterQueue with `resource_groups` (default: the demo's, its own quota of the same size) and `checks`:
+        names, or {name, onFlavors} rules."""
+        groups = resource_groups or copy.deepcopy(self.ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)["spec"]["resourceGroups"])
+        spec: dict = {"namespaceSelector": {}, "resourceGroups": groups}
         if checks:
-            spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
-        return self._create(CLUSTER_QUEUE, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
-                                            "spec": spec})
+            spec["admissionChecksStrategy"] = {"admissionChecks": [c if isinstance(c, dict) else {"name": c}
+                                                                   for c in checks]}
+        if preemption:
+            spec["preemption"] = preemption
+        return self._create(CLUSTER_QUEUE, CLUSTER_QUEUE.new(name, spec=spec))
 
-    def local_queue(self, name: str, cluster_queue: str) -> dict:
-        return self._create(LOCAL_QUEUE, {"apiVersion": KUEUE, "kind": "LocalQueue",
-                                          "metadata": {"name": name, "namespace": NS},
-                                          "spec": {"clusterQueue": cluster_queue}}, NS)
+    def local_queue(self, name: str, cluster_queue: str, namespace: str = NS) -> dict:
+        return self._create(LOCAL_QUEUE, LOCAL_QUEUE.new(name, namespace, spec={"clusterQueue": cluster_queue}),
+                            namespace)
 
     def wait_active(self, cluster_queue: str, timeout: float = 30) -> None:
         self.ctx.wait(lambda: is_true(self.ctx.k.get(CLUSTER_QUEUE, cluster_queue), ACTIVE), timeout,
@@ -111,13 +144,19 @@ class KueueObjects:
 
     def __exit__(self, exc_type, exc, tb):
         k = self.ctx.k
-        queues = {name for res, name, _ in self.made if res is LOCAL_QUEUE}
-        for job in k.list(JOB, NS)[0]:          # what a scenario that stopped half-way left in its queues
-            if labels(job).get(QUEUE_LABEL) in queues:
-                k.delete(JOB, meta(job)["name"], NS, propagation="Foreground")
-        for wl in k.list(WORKLOAD, NS)[0]:
-            if (wl.get("spec") or {}).get("queueName") in queues:
-                k.delete(WORKLOAD, meta(wl)["name"], NS)
+        queues = {(ns, name) for res, name, ns in self.made if res is LOCAL_QUEUE}
+        left = []
+        for ns in NAMESPACES:                   # what the scenario (or one that stopped half-way) left in its queues
+            for job in k.list(JOB, ns)[0]:
+                if (ns, labels(job).get(QUEUE_LABEL)) in queues:
+                    k.delete(JOB, meta(job)["name"], ns, propagation="Foreground")
+                    left.append((JOB, meta(job)["name"], ns))
+            for wl in k.list(WORKLOAD, ns)[0]:
+                if (ns, (wl.get("spec") or {}).get("queueName")) in queues:      # with its requests and templates
+                    k.delete(WORKLOAD, meta(wl)["name"], ns, propagation="Foreground")
+                    left.append((WORKLOAD, meta(wl)["name"], ns))
+        if left:                                # their Workloads hold the queues' finalizers
+            self.ctx.wait(lambda: all(k.get_or_none(*x) is None for x in left), 90, "the scenario's Jobs to go")
         for res, name, ns in reversed(self.made):
             k.delete(res, name, ns)
         try:
@@ -128,39 +167,35 @@ class KueueObjects:
                 raise
             self.ctx.say(f"  cleanup after the failure: {e}")
             return False
-        untouched = meta(k.get(CLUSTER_QUEUE, DEFAULT_CQ)).get("generation") == self.default_generation
+        untouched = meta(k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)).get("generation") == self.default_generation
         self.ctx.check(untouched, f"the scenario's {len(self.made)} Kueue objects are deleted; ClusterQueue "
-                                  f"{DEFAULT_CQ} is untouched")
+                                  f"{DEMO_CLUSTER_QUEUE} is untouched")
         return False
 
 
 # ---------------------------------------------------------------------------- watching
 
-class Watch:
+class Changes:
     """Every change of one resource in the demo namespace, from a watch (not polls), in the background:
     (time, ADDED|MODIFIED|DELETED, object).  Objects listed before it started are not events."""
 
-    def __init__(self, ctx: Context, res: Resource, keep: Callable[[dict], bool] = lambda obj: True):
+    def __init__(self, ctx: Context, res: Resource, keep: Callable[[dict], bool] = lambda obj: True,
+                 namespace: str | None = NS):
         self.ctx, self.res, self.keep = ctx, res, keep
         self.events: list[tuple[float, str, dict]] = []
-        self.synced = threading.Event()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.watch = BackgroundWatch(ctx.k, res, self._event, namespace=namespace if res.namespaced else None,
+                                     timeout_seconds=30)
 
     def __enter__(self):
-        self.thread.start()
-        self.synced.wait(30)
+        self.watch.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
+        self.watch.stop()
 
-    def _loop(self):
-        for typ, obj in informer(self.ctx.k, self.res, NS, stop=self.stop, timeout_seconds=30):
-            if typ == "SYNCED":
-                self.synced.set()
-            elif typ != "SYNC" and self.keep(obj):
-                self.events.append((time.time(), typ, obj))
+    def _event(self, typ: Event, obj: dict) -> None:
+        if self.keep(obj):
+            self.events.append((time.time(), typ, obj))
 
     def uids(self, typ: str, since: float = 0.0) -> list[str]:
         return [meta(o).get("uid") for t, ty, o in list(self.events) if ty == typ and t >= since]
@@ -173,10 +208,15 @@ def rv(obj: dict) -> int:
     return int(meta(obj).get("resourceVersion") or 0)
 
 
-def workload_events(ctx: Context, workload: str) -> dict[str, list[str]]:
+def events_of(ctx: Context, workload: str, namespace: str = NS) -> list[dict]:
+    """The events recorded on a Workload (Kueue's), read now."""
+    return ctx.k.list(EVENT, namespace, field_selector=f"involvedObject.name={workload}")[0]
+
+
+def workload_events(ctx: Context, workload: str, namespace: str = NS) -> dict[str, list[str]]:
     """Kueue's events on a Workload: reason -> messages (each once, with its count when > 1)."""
     out: dict[str, list[str]] = {}
-    for e in ctx.k.list(EVENT, NS, field_selector=f"involvedObject.name={workload}")[0]:
+    for e in events_of(ctx, workload, namespace):
         n = e.get("count") or ((e.get("series") or {}).get("count")) or 1
         out.setdefault(e.get("reason", ""), []).append(f"{e.get('message', '')}" + (f" (x{n})" if n > 1 else ""))
     return out
@@ -207,10 +247,12 @@ class ExternalCheck:
     policy: Callable[[dict, dict], tuple[str, str] | None] | None = None
     writes: list[CheckWrite] = field(default_factory=list)
     conflicts: int = 0
+    namespace: str = NS
 
     def __post_init__(self):
-        self.stop = threading.Event()
         self.lock = threading.Lock()
+        self.watch = BackgroundWatch(self.ctx.k, WORKLOAD, self._event, namespace=self.namespace, listed=True,
+                                     timeout_seconds=30)
 
     def activate(self) -> None:
         ac = self.ctx.k.get(ADMISSION_CHECK, self.name)
@@ -221,24 +263,23 @@ class ExternalCheck:
 
     def __enter__(self):
         self.activate()
-        threading.Thread(target=self._loop, daemon=True).start()
+        self.watch.start()
         return self
 
     def __exit__(self, *exc):
-        self.stop.set()
+        self.watch.stop()
 
     def mine(self, wl: dict | None) -> dict | None:
-        return next((c for c in status(wl).get("admissionChecks") or [] if c.get("name") == self.name), None)
+        return workloads.admission_check(wl, self.name)
 
-    def _loop(self):
-        for typ, wl in informer(self.ctx.k, WORKLOAD, NS, stop=self.stop, timeout_seconds=30):
-            if typ in ("ADDED", "MODIFIED", "SYNC"):
-                self.consider(wl)
+    def _event(self, typ: Event, wl: dict) -> None:
+        if typ != Event.DELETED:
+            self.consider(wl)
 
     def poke(self, workload: str) -> None:
         """Decide again on a fresh read (after the policy changed)."""
         try:
-            self.consider(self.ctx.k.get(WORKLOAD, workload, NS))
+            self.consider(self.ctx.k.get(WORKLOAD, workload, self.namespace))
         except NotFound:
             pass
 
@@ -251,12 +292,10 @@ class ExternalCheck:
             if want is None or want[0] == entry.get("state"):
                 return
             state, message = want
-            body = {"apiVersion": KUEUE, "kind": "Workload",
-                    "metadata": {"name": meta(wl)["name"], "namespace": NS,
-                                 "resourceVersion": meta(wl)["resourceVersion"]},
-                    "status": {"admissionChecks": [{
-                        "name": self.name, "state": state, "message": message,
-                        "lastTransitionTime": format_time(datetime.now(timezone.utc))}]}}
+            body = WORKLOAD.new(meta(wl)["name"], self.namespace, resourceVersion=meta(wl)["resourceVersion"],
+                                status={"admissionChecks": [{
+                                    "name": self.name, "state": state, "message": message,
+                                    "lastTransitionTime": format_time(datetime.now(timezone.utc))}]})
             try:
                 out = self.ctx.k.apply(WORKLOAD, body, EXTERNAL_CHECK_FIELD_MANAGER, subresource="status")
             except Conflict:
@@ -267,14 +306,10 @@ class ExternalCheck:
             self.writes.append(CheckWrite(time.time(), state, message, wl, rv(out)))
 
 
-def workload_of(ctx: Context, job: str) -> dict | None:
-    """The Workload of a Job, read now."""
-    return observe.snapshot(ctx.k, NS, job).workload
-
-
-def check_entry(wl: dict | None, check: str = CHECK_NAME) -> dict:
-    """The Workload's status.admissionChecks entry of `check` ({} when there is none)."""
-    return next((c for c in status(wl).get("admissionChecks") or [] if c.get("name") == check), {})
+def workload_of(ctx: Context, job: str, namespace: str = NS) -> dict | None:
+    """The Workload of a Job (by name), read now."""
+    obj = ctx.k.get_or_none(JOB, job, namespace)
+    return observe.workload_for(ctx.k, obj) if obj else None
 
 
 def conditions_line(wl: dict | None) -> str:

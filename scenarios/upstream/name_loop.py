@@ -19,31 +19,31 @@ import time
 
 import yaml
 
-from demo.deadline import protocol as dl
 from demo.jobs import kueue_names as names
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
-from demo.k8s.keys import (ADMITTED, DEACTIVATED, EVENT_PROVREQ_CREATED, EVICTED, QUOTA_RESERVED,
-                           UPSTREAM_PREFIX)
-from demo.k8s.duration import parse_duration
-from demo.k8s.objects import condition, created_at, is_true, meta, owned_by, transition_time
-from demo.k8s.resources import POD_TEMPLATE, PROVREQ
+from k8s import workload as workloads
+from k8s.keys import DEACTIVATED, EVENT_PROVREQ_CREATED, EVICTED, UPSTREAM_PREFIX
+from k8s.duration import parse_duration
+from k8s.objects import condition, created_at, meta, owned_by, transition_time
+from k8s.resources import POD_TEMPLATE, PROVREQ
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
 
 from ..harness import NS, Context
 from ..recorder import Recorder
+from ..record import Report, Scenario
 from . import kit
 
-REPORT = {
-    "number": "kubernetes-sigs/kueue#12542",
-    "title": "a ProvisioningRequest name over 247 characters is deleted and re-created without end",
-    "claim": "when <workload>-<check>-<attempt> is over 247 characters Kueue cuts and hashes it (attempt included), "
-             "looks it up by a prefix hashed without the attempt, never finds it, and deletes and re-creates it "
-             "forever; the Workload is never admitted",
-    "fixed_in": "v0.19.5 (PR #14916), per Kueue's changelog as the issue cites it",
-}
+REPORT = Report(
+    number="kubernetes-sigs/kueue#12542",
+    title="a ProvisioningRequest name over 247 characters is deleted and re-created without end",
+    claim="when <workload>-<check>-<attempt> is over 247 characters Kueue cuts and hashes it (attempt included), "
+          "looks it up by a prefix hashed without the attempt, never finds it, and deletes and re-creates it "
+          "forever; the Workload is never admitted",
+    fixed_in="v0.19.5 (PR #14916), per Kueue's changelog as the issue cites it",
+)
 NAME = "upstream-12542"
 QUEUE = f"{UPSTREAM_PREFIX}12542"
 DEADLINE = "20s"
@@ -81,7 +81,7 @@ def run(ctx: Context) -> None:
         recorded["looping"], facts = the_loop(ctx, job, check, log)
         ctx.wait_pool_empty(120)
     (log_path.parent / f"{NAME}-names.yaml").write_text(yaml.safe_dump(recorded, sort_keys=False))
-    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT['number']}: the name loop")
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: the name loop")
     kit.verdict(ctx, REPORT, facts["uids"] > 3,
                 f"{facts['created']} ProvisioningRequests created and {facts['deleted']} deleted in "
                 f"{facts['span']:.0f}s under one 253-character name, each with a new uid, until the eviction; the "
@@ -92,9 +92,9 @@ def run(ctx: Context) -> None:
 
 def admitted_with_one_request(ctx: Context, control: str, check: str) -> dict:
     ctx.step(f"Control: {control} is admitted; Kueue keeps its one request")
-    with kit.Watch(ctx, PROVREQ) as w:
+    with kit.Changes(ctx, PROVREQ) as w:
         ctx.submit(control, "1x8", deadline="90s", profile=QUEUE)
-        wl = ctx.wait(lambda: (s := kit.workload_of(ctx, control)) and is_true(s, ADMITTED) and s, 60,
+        wl = ctx.wait(lambda: (s := kit.workload_of(ctx, control)) and workloads.admitted(s) and s, 60,
                       f"{control} to be admitted")
         got = _names(job=control, wl=wl, check=check, w=w)
         ctx.check(len(set(w.uids("ADDED"))) == 1 and not w.uids("DELETED") and got["recognised"],
@@ -105,7 +105,7 @@ def admitted_with_one_request(ctx: Context, control: str, check: str) -> dict:
 
 def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
     ctx.step(f"Submit {job} with --deadline {DEADLINE}; count the requests from a watch")
-    with kit.Watch(ctx, PROVREQ) as w:
+    with kit.Changes(ctx, PROVREQ) as w:
         def lanes(snap):
             out = snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes, check_name=check)
             looping = len(w.events) > 6 and w.events[-1][0] > time.time() - 1
@@ -121,9 +121,9 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
             ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if owned_by(p, meta(wl)["uid"])], 30,
                      "the last request to go")
             time.sleep(2)
-            never = not rec.ever(lambda s: is_true(s.workload, ADMITTED) or (
+            never = not rec.ever(lambda s: workloads.admitted(s.workload) or (
                 s.job is not None and s.job["spec"].get("suspend") is False))
-            held = rec.ever(lambda s: is_true(s.workload, QUOTA_RESERVED))
+            held = rec.ever(lambda s: workloads.quota_reserved(s.workload))
     evicted_at = transition_time(wl, EVICTED).timestamp()
     made = [(t, o) for t, typ, o in w.events if typ == "ADDED"]
     before, late = [o for t, o in made if t < evicted_at + 1], [o for t, o in made if t > evicted_at + 1]
@@ -137,7 +137,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
     ctx.say(f"  Kueue's events on the Workload: {EVENT_PROVREQ_CREATED}, {len(created)} event object(s), e.g. "
             f"{(created or ['-'])[0][:60]}…")
     ctx.check(never and held, "the Workload held its quota and was never admitted; the Job stayed suspended")
-    ctx.check(view.outcome == "failed" and dl.committed_timeout(wl)
+    ctx.check(view.outcome == "failed" and workloads.committed_timeout(wl)
               and (condition(wl, EVICTED) or {}).get("reason") == DEACTIVATED,
               f"layer 3: the admission deadline committed the timeout; Kueue evicted (Deactivated): {view.reason}")
     ctx.check(not late, f"the loop stopped with the eviction ({len(late)} request(s) made after it)")
@@ -149,10 +149,13 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
                  "uids": len({meta(o)["uid"] for o in before})}
 
 
-def _names(job: str, wl: dict, check: str, w: kit.Watch) -> dict:
+def _names(job: str, wl: dict, check: str, w: kit.Changes) -> dict:
     """What the cluster named things, for tests/unit/recorded/kueue-names.yaml."""
     mine = [o for _, typ, o in w.events if typ == "ADDED" and owned_by(o, meta(wl)["uid"])]
     provreq = meta(mine[0])["name"] if mine else ""
     return {"job": job, "job_uid": (meta(wl).get("ownerReferences") or [{}])[0].get("uid"),
             "workload": meta(wl)["name"], "provreq": provreq,
             "recognised": names.kueue_recognises(provreq, meta(wl)["name"], check)}
+
+
+SCENARIOS = (Scenario(NAME, "upstream", REPORT.title, run, report=REPORT),)

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 import time
 
-from demo.deadline import protocol as dl
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
-from demo.k8s.keys import ACCEPTED, FAILED, PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, PROVISIONED
-from demo.k8s.objects import condition, is_true
+from k8s import workload as workloads
+from k8s.keys import ACCEPTED, CHECK_NAME, FAILED, PARAM_STOCKOUT, PARAM_VALID_UNTIL, PROFILE, PROVISIONED
+from k8s.objects import condition, is_true
 from demo.timeline import svg
 
 from ..harness import NS, Context
 from ..recorder import Recorder
+from ..record import Report, Scenario
 from . import kit
 
-REPORT = {"number": "kubernetes-sigs/kueue#3245", "title": "requests accepted but not provisioned for more than a day",
-          "claim": "a ProvisioningRequest can stay Accepted and not Provisioned indefinitely; Kueue has no timeout to "
-                   "end the wait or try again",
-          "fixed_in": "open (a feature request); the suggested autoscaler noRetry applies to check-capacity only"}
+REPORT = Report(number="kubernetes-sigs/kueue#3245", title="requests accepted but not provisioned for more than a day",
+                claim="a ProvisioningRequest can stay Accepted and not Provisioned indefinitely; Kueue has no timeout "
+                      "to end the wait or try again",
+                fixed_in="open (a feature request); the suggested autoscaler noRetry applies to check-capacity only")
 NAME = "upstream-3245"
 NEEDS_FAKE = "it needs a stock-out that does not end (fakeCAStockout=true) on a gang that fits the pool"
 WAIT, DEADLINE = 25, 35        # seconds after submission: how long we watch layer 2, when layer 3 acts
@@ -47,18 +48,21 @@ def run(ctx: Context) -> None:
         stuck = [p for p in snap.provreqs if is_true(p, ACCEPTED) and not is_true(p, PROVISIONED)
                  and not is_true(p, FAILED)]
         reason = (condition(stuck[0], PROVISIONED) or {}).get("reason") if stuck else None
-        check = kit.check_entry(snap.workload)
+        check = workloads.admission_check(snap.workload, CHECK_NAME) or {}
         ctx.check(bool(stuck) and len(rec.provreq_names()) == 1 and check.get("state") == "Pending",
                   f"after {WAIT}s one request, Accepted=True, Provisioned=False/{reason}; Kueue's check Pending, "
                   "no new attempt: nothing in layer 2 ends it")
         ctx.step("Layer 3, the admission deadline")
         rec.mark("deadline", t=rec.samples[0][0] + DEADLINE)
         view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
-        wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and dl.committed_timeout(w) and w, 30, "the commit")
-        ctx.check(view.outcome == "failed" and wl["spec"].get("active") is False, f"ended: {view.reason}")
+        wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and workloads.committed_timeout(w) and w, 30, "the commit")
+        ctx.check(view.outcome == "failed" and not workloads.active(wl), f"ended: {view.reason}")
     ctx.delete_job(name)
-    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT['number']}: accepted, never provisioned")
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: accepted, never provisioned")
     kit.verdict(ctx, REPORT, bool(stuck), f"the request stayed Accepted=True, Provisioned=False/{reason} for {WAIT}s "
                 f"(past ValidUntilSeconds=8) with Kueue's check Pending and no second attempt",
                 f"layer 3, the admission deadline ({DEADLINE}s); layer 1 cannot know, layer 2 never fires",
                 str(picture))
+
+
+SCENARIOS = (Scenario(NAME, "upstream", REPORT.title, run, needs_fake=NEEDS_FAKE, report=REPORT),)

@@ -18,26 +18,27 @@ from __future__ import annotations
 
 import time
 
-from demo.deadline import protocol as dl
 from demo.jobs.watch import follow
-from demo.k8s.keys import (ADMITTED, CHECK_NAME, CHECK_READY, CHECK_REJECTED, CHECK_RETRY,
-                           DEACTIVATED_DUE_TO_ADMISSION_CHECK, DEACTIVATION_TARGET, EVENT_CHECK_REJECTED, EVICTED,
-                           EXTERNAL_CHECK_CONTROLLER, QUOTA_RESERVED, UPSTREAM_PREFIX)
-from demo.k8s.objects import condition, created_at, is_true, meta
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s.keys import (CHECK_NAME, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DEACTIVATION_TARGET, EVENT_CHECK_REJECTED,
+                           EVICTED, EXTERNAL_CHECK_CONTROLLER, QUOTA_RESERVED, UPSTREAM_PREFIX, CheckState)
+from k8s.objects import condition, created_at, is_true, meta
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
 
 from ..harness import NS, Context
 from ..recorder import Recorder
+from ..record import Report, Scenario
 from . import kit
 
-REPORT = {
-    "number": "kubernetes-sigs/kueue#10807",
-    "title": "a Rejected admission check that arrives while an eviction is in flight is ignored",
-    "claim": "the Workload is not deactivated and keeps Admitted=True; afterwards it stays pending with the "
-             "rejected check forever (fixed by #14309)",
-    "fixed_in": "v0.19.3 (PR #14309), per Kueue's changelog as the issue cites it",
-}
+REPORT = Report(
+    number="kubernetes-sigs/kueue#10807",
+    title="a Rejected admission check that arrives while an eviction is in flight is ignored",
+    claim="the Workload is not deactivated and keeps Admitted=True; afterwards it stays pending with the "
+          "rejected check forever (fixed by #14309)",
+    fixed_in="v0.19.3 (PR #14309), per Kueue's changelog as the issue cites it",
+)
 NAME = "upstream-10807"
 QUEUE = f"{UPSTREAM_PREFIX}10807"
 CHECK = f"{UPSTREAM_PREFIX}10807-external-check"
@@ -51,16 +52,16 @@ def running(snap) -> bool:
 def deactivated_by_kueue(wl: dict | None) -> bool:
     ev = condition(wl, EVICTED) or {}
     return is_true(wl, DEACTIVATION_TARGET) or ev.get("reason") == DEACTIVATED_DUE_TO_ADMISSION_CHECK or (
-        (wl or {}).get("spec", {}).get("active") is False and not dl.committed_timeout(wl))
+        not workloads.active(wl) and not workloads.committed_timeout(wl))
 
 
 def control(ctx: Context, ext: kit.ExternalCheck) -> float:
     ctx.step("Control: the external check rejects an admitted Workload that is not being evicted")
     name = ctx.new_name("job-ctrl")
-    ext.policy = lambda wl, me: (CHECK_READY, "passes") if is_true(wl, QUOTA_RESERVED) else None
+    ext.policy = lambda wl, me: (CheckState.READY, "passes") if workloads.quota_reserved(wl) else None
     ctx.submit(name, "1x8", deadline="90s", profile=QUEUE)
-    wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and is_true(w, ADMITTED) and w, 60, "Kueue to admit")
-    ext.policy = lambda wl, me: (CHECK_REJECTED, "rejected by the external check") if is_true(wl, ADMITTED) else None
+    wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and workloads.admitted(w) and w, 60, "Kueue to admit")
+    ext.policy = lambda wl, me: (CheckState.REJECTED, "rejected by the external check") if workloads.admitted(wl) else None
     ext.poke(meta(wl)["name"])
     t0 = time.time()
     wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and deactivated_by_kueue(w) and w, 30, "Kueue to deactivate")
@@ -86,18 +87,18 @@ def run(ctx: Context) -> None:
             phase = {"now": "admit"}
 
             def policy(wl, me):
-                if phase["now"] == "admit" and is_true(wl, QUOTA_RESERVED) and not is_true(wl, EVICTED):
-                    return CHECK_READY, "passes"
-                if phase["now"] == "retry" and me.get("state") == CHECK_READY and is_true(wl, ADMITTED):
-                    return CHECK_RETRY, "the external check asks for a retry"
-                if phase["now"] == "retry" and is_true(wl, EVICTED) and is_true(wl, QUOTA_RESERVED):
-                    return CHECK_REJECTED, "rejected while the eviction is in flight"
+                if phase["now"] == "admit" and workloads.quota_reserved(wl) and not is_true(wl, EVICTED):
+                    return CheckState.READY, "passes"
+                if phase["now"] == "retry" and me.get("state") == CheckState.READY and workloads.admitted(wl):
+                    return CheckState.RETRY, "the external check asks for a retry"
+                if phase["now"] == "retry" and is_true(wl, EVICTED) and workloads.quota_reserved(wl):
+                    return CheckState.REJECTED, "rejected while the eviction is in flight"
                 return None
             ext.policy = policy
 
             def lanes(s):
                 return {**snapshot_states(s.job, s.workload, s.provreqs, s.pods, s.nodes),
-                        "External check": kit.check_entry(s.workload, CHECK).get("state") or "-"}
+                        "External check": workloads.check_state(s.workload, CHECK) or "-"}
             with Recorder(ctx, name, log, lanes=lanes) as rec:
                 ctx.step(f"Submit a 1 × 8-GPU Job with --deadline {DEADLINE}s; both checks pass; Kueue admits; "
                          "the pod runs")
@@ -105,13 +106,13 @@ def run(ctx: Context) -> None:
                 rec.mark("deadline", t=created_at(created).timestamp() + DEADLINE)
                 ctx.wait(lambda: rec.samples and running(rec.samples[-1][1]), 40, "the pod to run")
                 wl = rec.samples[-1][1].workload
-                ctx.check(is_true(wl, ADMITTED), f"running: {kit.conditions_line(wl)}")
+                ctx.check(workloads.admitted(wl), f"running: {kit.conditions_line(wl)}")
                 ctx.step("The external check asks for a retry: Kueue evicts (AdmissionCheck); while the eviction "
                          "is in flight it rejects")
                 phase["now"] = "retry"
                 ext.poke(meta(wl)["name"])
                 def rejection():
-                    return next((w for w in ext.writes if w.state == CHECK_REJECTED
+                    return next((w for w in ext.writes if w.state == CheckState.REJECTED
                                  and meta(w.read)["name"] == meta(wl)["name"]), None)
                 try:
                     ctx.wait(rejection, 20, "the rejection")
@@ -121,33 +122,33 @@ def run(ctx: Context) -> None:
                 at = rej.read if rej else None
                 if rej:
                     rec.mark("Retry, then Rejected", t=rej.t)
-                in_window = bool(at) and is_true(at, EVICTED) and is_true(at, QUOTA_RESERVED)
+                in_window = bool(at) and is_true(at, EVICTED) and workloads.quota_reserved(at)
                 ctx.say(f"  Rejected written on rv {kit.rv(at) if at else '-'}: {kit.conditions_line(at)}"
                         if rej else f"  no rejection landed in the window ({ext.conflicts} conflicts)")
                 ctx.step("What Kueue does with it: the control was deactivated within "
                          f"{took:.1f}s; watch for {max(3 * took, 5):.0f}s after the quota is released")
-                ctx.wait(lambda: not is_true(rec.samples[-1][1].workload, QUOTA_RESERVED), 30, "the quota release")
+                ctx.wait(lambda: not workloads.quota_reserved(rec.samples[-1][1].workload), 30, "the quota release")
                 time.sleep(max(3 * took, 5))
                 wl = rec.samples[-1][1].workload
                 kueue_acted = rec.ever(lambda s: deactivated_by_kueue(s.workload))
                 events = kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])
                 ignored = in_window and not kueue_acted and not events
                 ctx.say(f"  now: {kit.conditions_line(wl)}; {CHECK}: "
-                        f"{kit.check_entry(wl, CHECK).get('state')}; QuotaReserved: "
+                        f"{workloads.check_state(wl, CHECK)}; QuotaReserved: "
                         f"{(condition(wl, QUOTA_RESERVED) or {}).get('message')}")
                 ctx.step(f"Layer 3: the admission deadline ({DEADLINE}s after submission)")
                 view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
                 ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "cleanup to delete the Job")
-            committed = rec.first(lambda s: dl.committed_timeout(s.workload))
+            committed = rec.first(lambda s: workloads.committed_timeout(s.workload))
             ctx.check(view.outcome == "failed" and committed is not None, f"layer 3 ended it: {view.reason}")
-            held = [ctx.check(not rec.ever(lambda s: (running(s) or is_true(s.workload, ADMITTED))
-                                           and (dl.committed_timeout(s.workload) or dl.mirrored(s.job))),
+            held = [ctx.check(not rec.ever(lambda s: (running(s) or workloads.admitted(s.workload))
+                                           and (workloads.committed_timeout(s.workload) or jobs.mirrored(s.job))),
                               "invariant: while the Job ran (or its Workload was Admitted) it was never reported failed"),
                     ctx.check(not any(s.job is not None and (running(s) or s.job["spec"].get("suspend") is False)
                                       for t, s in rec.samples if committed and t >= committed),
                               "invariant: once the timeout was committed the Job never ran again; cleanup deleted it")]
     ctx.wait_pool_empty(120)
-    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT['number']}: rejected during eviction")
+    picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: rejected during eviction")
     evidence = (f"the external check's Rejected landed on rv {kit.rv(at)} ({kit.conditions_line(at)}); Kueue "
                 f"neither deactivated the Workload nor recorded {EVENT_CHECK_REJECTED}, released the quota and left "
                 f"it active and pending with the rejected check (the control was deactivated in {took:.1f}s)"
@@ -158,3 +159,5 @@ def run(ctx: Context) -> None:
                 "layer 3, the admission deadline: it committed the timeout once the Workload was no longer admitted; "
                 + ("the invariants held" if all(held) else "an invariant was BROKEN (see the checks)"), str(picture))
 
+
+SCENARIOS = (Scenario(NAME, "upstream", REPORT.title, run, report=REPORT),)

@@ -20,9 +20,9 @@ import pytest
 from demo.cluster import backends, procs
 from demo.cluster.backend import UpOptions
 from demo.cluster.state import ClusterError
-from demo.k8s import heartbeat
-from demo.k8s.client import Kube
-from demo.k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
+from k8s import heartbeat
+from k8s.client import Kube
+from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.controllers import ensure_controller, stop_started
@@ -30,12 +30,17 @@ from scenarios.harness import Context, poll_until
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
 BACKEND = os.environ.get("TAU_DEMO_TEST_BACKEND", "kwok")         # kind: on a Docker engine (tests/kind/)
+# 1: the session leaves its cluster up for the next run to reuse (`up` finds it running): the sampled
+# mutation run of the controllers (tests/mutation/sampled.py) judges every mutant on one cluster.
+# Bring it down with `tau-demo cluster down --name tau-test` under the same TAU_DEMO_STATE.
+KEEP_CLUSTER = os.environ.get("TAU_DEMO_TEST_KEEP_CLUSTER") == "1"
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 # pytest-timeout, per cluster test: the first one also brings the session's cluster up.  Unit tests
 # keep the default in pyproject.toml; a test may still set its own with @pytest.mark.timeout.
-CLUSTER_TEST_TIMEOUT = 900
+# TAU_DEMO_TEST_TIMEOUT: another limit (the sampled mutation run, on a cluster that is up, takes 300 s).
+CLUSTER_TEST_TIMEOUT = int(os.environ.get("TAU_DEMO_TEST_TIMEOUT", "900"))
 
 
 def pytest_collection_modifyitems(items):
@@ -66,10 +71,13 @@ def demo_cluster():
             _delete_leftover_kind_cluster()
         st = backend.up(NAME, UpOptions())
     except (ToolchainError, ClusterError) as e:
-        backends.get(BACKEND).down(NAME)
+        if not KEEP_CLUSTER:         # a kept cluster stays for the next run, which may well bring it up
+            backends.get(BACKEND).down(NAME)
         pytest.fail(f"cannot bring the test cluster up: {e}", pytrace=False)
     print(f"\n[cluster] {NAME} up in {time.monotonic() - t0:.1f}s", file=sys.stderr)
     yield st
+    if KEEP_CLUSTER:
+        return
     backends.get(BACKEND).down(NAME)
     # nothing of the cluster may outlive `cluster down` (a restarted apiserver whose pid kwokctl could not
     # read once did); killed here so that one run does not leak into the next, and reported as an error

@@ -18,11 +18,11 @@ import pytest
 
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
-from demo.k8s import heartbeat
-from demo.k8s import resources as R
-from demo.k8s.keys import (DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE, POOL_TABLE_KEY, PROFILE,
+from k8s import heartbeat
+from k8s import resources as R
+from k8s.keys import (DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE, POOL_TABLE_KEY, PROFILE,
                            REAL_CA_LEASE)
-from demo.paths import POOLS_FILE, REPO
+from k8s.paths import POOLS_FILE, REPO
 from fake_ca.pools import load_pools, pools_to_configmap
 
 from tests.cluster.conftest import wait_for
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.cluster
 
 
 def tau(kubeconfig: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "demo", *args, "--kubeconfig", kubeconfig], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli", *args, "--kubeconfig", kubeconfig], capture_output=True,
                           text=True, cwd=REPO, timeout=timeout)
 
 
@@ -93,7 +93,7 @@ def test_a_name_race_lost_between_the_check_and_the_create_says_the_name_is_take
     r, w = os.pipe()
     filler = fill(w)
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([sys.executable, "-m", "demo", "submit", "--name", name, "--gang", "2x8",
+        p = subprocess.Popen([sys.executable, "-m", "cli", "submit", "--name", name, "--gang", "2x8",
                               "--kubeconfig", kubeconfig], stdout=w, stderr=err, cwd=REPO)
         os.close(w)
         try:

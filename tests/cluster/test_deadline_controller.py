@@ -26,15 +26,17 @@ from demo.deadline import protocol as dl
 from demo.deadline.controller import DeadlineController
 from demo.deadline.invariants import History, violations
 from demo.jobs import observe
-from demo.k8s import hooks
-from demo.k8s.client import Kube
-from demo.k8s.hooks import Hooks
-from demo.k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION,
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s import hooks
+from k8s.client import Kube
+from k8s.hooks import Hooks
+from k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION,
                            DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, JOB_UID_LABEL, MIRROR_KEYS,
                            PARAM_BOOT_SECONDS, PARAM_STOCKOUT, QUOTA_RESERVED, SERVICE_ACCOUNTS,
                            TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
-from demo.k8s.objects import annotations, is_true, parse_time
-from demo.k8s.resources import JOB, WORKLOAD
+from k8s.objects import annotations, is_true, parse_time
+from k8s.resources import JOB, WORKLOAD
 from scenarios import race
 from scenarios.harness import NS
 from tests.cluster.conftest import wait_for
@@ -57,9 +59,9 @@ def controller(deadline_kube, tmp_path):
     """make(ttl) -> a DeadlineController of class CLASS whose caches hold the namespace as it is now."""
     made = []
 
-    def make(ttl: float = TTL) -> DeadlineController:
+    def make(ttl: float = TTL, conflict_retries: int = 6) -> DeadlineController:
         c = DeadlineController(deadline_kube, namespace=NS, cleanup_ttl=ttl, instance=CLASS,
-                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"))
+                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"), conflict_retries=conflict_retries)
         informed(c)
         made.append(c)
         return c
@@ -135,11 +137,11 @@ def written(objs: list[dict], key: str) -> set[str]:
     return {annotations(o)[key] for o in objs if key in annotations(o)}
 
 
-def steps(jobs: list[dict]) -> list[str]:
+def steps(versions: list[dict]) -> list[str]:
     """The Job's versions as the protocol's steps, repeats folded."""
     out: list[str] = []
-    for j in jobs:
-        s = "armed" if dl.cleanup_after(j) else "mirrored" if dl.mirrored(j) else "unmarked"
+    for j in versions:
+        s = "armed" if jobs.cleanup_after(j) else "mirrored" if jobs.mirrored(j) else "unmarked"
         if not out or out[-1] != s:
             out.append(s)
     return out
@@ -156,7 +158,7 @@ def match(lines: list[str], patterns: list[str]) -> bool:
 
 
 def past_cleanup_time(k: Kube, name: str) -> None:
-    due = dl.cleanup_after(k.get(JOB, name, NS))
+    due = jobs.cleanup_after(k.get(JOB, name, NS))
     wait_for(lambda: time.time() > due.timestamp() + 0.2, 30, what="the cleanup time")
 
 
@@ -179,7 +181,7 @@ def committed_mirrored_armed(k: Kube, submit, make, ttl: float) -> tuple[Deadlin
     assert c.reconcile(key) == 0.0
     assert 0 < c.reconcile(key) <= ttl
     live = k.get(JOB, name, NS)
-    assert dl.mirrored(live) and dl.cleanup_after(live) is not None
+    assert jobs.mirrored(live) and jobs.cleanup_after(live) is not None
     return c, name, key, job
 
 
@@ -210,7 +212,7 @@ def test_a_commit_decided_on_a_stale_cache_is_refused_and_admission_wins_on_the_
     seen = re.search(r"Workload rv (\d+) is Admitted", first[-1]).group(1)
     assert again == [f"Workload rv {seen} is Admitted: admission won, no action"], again
     live = observe.snapshot(k, NS, name)
-    assert dl.admitted(live.workload) and not dl.committed_timeout(live.workload)
+    assert workloads.admission_won(live.workload) and not workloads.committed_timeout(live.workload)
     assert live.workload["spec"].get("active") is not False, "the Workload was not deactivated"
     assert not any(key_ in annotations(live.job) for key_ in MIRROR_KEYS), "the Job carries no mark"
     wait_for(lambda: is_true(k.get(JOB, name, NS), "Complete"), 120, what="the Job to run and complete")
@@ -235,10 +237,10 @@ def test_commit_then_mirror_then_arm_each_guarded_by_the_version_it_was_decided_
                              rf"committed timeout on Workload {wl_name} \(spec.active=false; the write took \d+ ms\)"]), \
             lines
         live = observe.snapshot(k, NS, name)
-        assert dl.committed_timeout(live.workload) and live.workload["spec"]["active"] is False
+        assert workloads.committed_timeout(live.workload) and live.workload["spec"]["active"] is False
         assert annotations(live.workload)[TOUCH] == "1", "committed onto the version the live read saw"
         assert int(rv(live.workload)) > int(rv(touched))
-        assert not dl.mirrored(live.job)
+        assert not jobs.mirrored(live.job)
 
         # 2. mirror: the Job changes after the cache saw it; the mirror at the cached version is refused
         touch(k, JOB, name, "1")
@@ -249,7 +251,7 @@ def test_commit_then_mirror_then_arm_each_guarded_by_the_version_it_was_decided_
         assert match(lines, ["timeout already committed on the Workload", MIRRORING, re.escape(JOB_409), MIRRORING]), \
             lines
         live_job = k.get(JOB, name, NS)
-        assert dl.mirrored(live_job) and dl.cleanup_after(live_job) is None
+        assert jobs.mirrored(live_job) and jobs.cleanup_after(live_job) is None
 
         # 3. arm: the Job changes again between the mirror and the arm; the arm at the mirror's version is refused
         touch(k, JOB, name, "2")
@@ -306,6 +308,96 @@ def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_
     assert decided_at >= dl.deadline_of(job), "the decision was not made before the deadline"
 
 
+def test_a_commit_whose_workload_is_gone_reads_live_and_stops(submit, k, controller, caplog):
+    # The user deletes the Job while the controller is committing its timeout: the garbage collector takes the
+    # Workload with it, the commit patch meets no object (404), and the live read finds the owner gone.
+    name, job, wl = submit("1s")
+    key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
+    past_deadline(job)
+    c = controller()
+    decided_on = rv(c.cached(key)[1])
+    hooks.arm(c.hooks.dir, "before-commit", key)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        worker, out, info = reconcile_parked(c, key, "before-commit")
+        assert info == {"resource_version": decided_on}
+        k.delete(JOB, name, NS, propagation="Background")
+        wait_for(lambda: k.get_or_none(WORKLOAD, wl_name, NS) is None, 60,
+                 what=f"the garbage collector (and Kueue's finalizer) to remove Workload {wl_name}")
+        hooks.release(c.hooks.dir, "before-commit", key)
+        worker.join(60)
+    lines = said(caplog, key)
+    assert match(lines, [rf"deadline passed \d+\.\ds ago; Workload rv {decided_on} not admitted; committing timeout",
+                         rf"Workload {wl_name} is gone \(404\); reading again",
+                         r"re-read: not admitted; owner Job is gone"]), lines
+    assert out == [None], "nothing more to do for a Job that is gone"
+    assert k.get_or_none(JOB, name, NS) is None and k.get_or_none(WORKLOAD, wl_name, NS) is None, "nothing recreated"
+
+
+def test_a_commit_that_keeps_conflicting_gives_up_after_its_retries_and_comes_back_urgently(submit, k, controller,
+                                                                                          caplog):
+    # Someone else writes the Workload between every decision and its commit, `conflict_retries` times running:
+    # every commit is refused (409) at the version its live read saw; the controller stops trying for now and
+    # queues the key in the urgent lane, and once the writes stop, the commit lands, once.
+    retries = 3
+    name, job, wl = submit("1s")
+    key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
+    past_deadline(job)
+    since = k.list(JOB, NS)[1]
+    c = controller(conflict_retries=retries)
+    stop = threading.Event()
+    assert c.queue.get(stop) == key                      # the informers' list queued it; this test is its worker
+    hooks.arm(c.hooks.dir, "before-commit", key)
+    refused: list[str] = []                              # the version each commit was decided on
+    touched: list[str] = []                              # the version each touch wrote
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        worker, out, info = reconcile_parked(c, key, "before-commit")
+        for attempt in range(retries):
+            refused.append(info["resource_version"])
+            touched.append(rv(touch(k, WORKLOAD, wl_name, str(attempt))))  # after the decision, before its commit
+            if attempt + 1 < retries:
+                hooks.arm(c.hooks.dir, "before-commit", key)     # before the release: the next attempt parks too
+            hooks.release(c.hooks.dir, "before-commit", key)
+            if attempt + 1 < retries:
+                info = hooks.wait_reached(c.hooks.dir, "before-commit", key, timeout=60)
+        worker.join(60)
+        c.queue.done(key)
+        gave_up = time.monotonic()
+        lines = said(caplog, key)
+        # the retry is a timer (0.5 s) into the urgent lane: routine work queued now goes first, queued once
+        # the timer is due it goes after
+        c.queue.add("demo/routine")
+        assert c.queue.get(stop) == "demo/routine", "the retry waits a moment"
+        c.queue.done("demo/routine")
+        time.sleep(max(0.0, gave_up + 0.6 - time.monotonic()))
+        c.queue.add("demo/routine")
+        assert c.queue.get(stop) == key, "the key comes back in the urgent lane"
+        caplog.clear()
+        assert c.reconcile(key) == 0.0                   # nobody writes in between now: committed
+        after = said(caplog, key)
+        assert 0 < c.reconcile(key) <= TTL               # and then, as ever, mirrored and armed
+        c.queue.done(key)
+    committing = r"deadline passed \d+\.\ds ago; Workload rv (\d+) not admitted; committing timeout"
+    conflict = "409 conflict on Workload rv {}; reading again"
+    expected = [committing]
+    for i in range(retries):
+        expected += [conflict.format(refused[i])] + (["re-read: not admitted; " + committing] if i + 1 < retries else [])
+    assert match(lines, expected + [f"still conflicting after {retries} attempts; will retry"]), lines
+    # the first decision was made on the cache; each one after it on what its live read saw: the last touch
+    # (or a later write of Kueue's)
+    assert [re.search(r"Workload rv (\d+) not", line).group(1) for line in lines if "committing" in line] == refused
+    assert all(int(r) >= int(t) for r, t in zip(refused[1:], touched)), (refused, touched)
+    assert out == [None], "no commit, and nothing for the owner steps yet"
+    # back on the cache, which holds the last live read, older than the last touch: one more 409, then it lands
+    assert match(after, [committing, conflict.format(refused[-1]), "re-read: not admitted; " + committing,
+                         rf"committed timeout on Workload {wl_name} \(spec.active=false; the write took \d+ ms\)"]), after
+    h = history(k, job, since)
+    assert violations(h) == [], violations(h)
+    assert len(written(h.workloads, DECISION_TIME_ANNOTATION)) == 1, "one commit, after the conflicts"
+    assert steps(h.jobs) == ["unmarked", "mirrored", "armed"]
+    committed = [w for w in h.workloads if dl.committed_timeout(w)]
+    assert committed and annotations(committed[0])[TOUCH] == str(retries - 1), "onto the last touch's version"
+
+
 # ---------------------------------------------------------------------------- cleanup
 
 def test_cleanup_deletes_only_when_a_live_read_agrees(submit, k, controller, caplog):
@@ -319,7 +411,7 @@ def test_cleanup_deletes_only_when_a_live_read_agrees(submit, k, controller, cap
                                                                            DECISION_TIME_ANNOTATION: None}},
                                                "spec": {"active": True}}, NS)
     past_cleanup_time(k, name)
-    assert dl.committed_timeout(c.cached(key)[1]), "the cache still says committed"
+    assert workloads.committed_timeout(c.cached(key)[1]), "the cache still says committed"
     with caplog.at_level(logging.INFO, logger="deadline"):
         assert c.reconcile(key) is None
     lines = said(caplog, key)

@@ -8,10 +8,10 @@ import pytest
 
 from demo.jobs.preflight import Gang
 from demo.jobs.render import job_template, render_job
-from demo.k8s import heartbeat, hooks
-from demo.k8s import resources as R
-from demo.k8s.keys import PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
-from demo.k8s.objects import condition, is_true, parse_time
+from k8s import heartbeat, hooks
+from k8s import resources as R
+from k8s.keys import PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from k8s.objects import condition, is_true, parse_time
 from fake_ca.status import group_backoff
 from scenarios.harness import NS
 from tests.cluster.conftest import HOOK_DIR, wait_for
@@ -269,7 +269,7 @@ def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
     marker = k.get(R.CONFIG_MAP, "tau-demo-cluster", "kube-system")
     k.delete(R.CONFIG_MAP, "tau-demo-cluster", "kube-system")
     try:
-        r = subprocess.run([sys.executable, "-m", "demo", "fake-ca", "--kubeconfig", kubeconfig], cwd=REPO,
+        r = subprocess.run([sys.executable, "-m", "cli", "fake-ca", "--kubeconfig", kubeconfig], cwd=REPO,
                            capture_output=True, text=True, timeout=60)
     finally:
         for f in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
@@ -344,8 +344,11 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
         assert "1 of 2 node creates failed" in fake.log_text() and refused in fake.log_text()
         wait_for(lambda: not [n for n in nodes_of(k, pr["metadata"]["uid"])
                               if not n["metadata"].get("deletionTimestamp")], 10, what="the rollback")
-        st = group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"), "gpupool")
-        assert st is not None and st["backoffInfo"]["errorCode"] == "cloudProviderError"      # as executor.go records it
+        # the status ConfigMap is written at the end of the loop that rolled back (after its scale-down pass), so
+        # it may lag the condition by a moment; the group's backoff lasts 3s, the poll looks every 0.1s
+        st = wait_for(lambda: group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
+                                            "gpupool"), 3, interval=0.1, what="the node group's backoff in the status ConfigMap")
+        assert st["backoffInfo"]["errorCode"] == "cloudProviderError"      # as executor.go records it
         assert st["backoffInfo"]["errorMessage"].startswith(f"failed to increase node group size: {refused}: ")
     finally:
         k.delete(R.VALIDATING_ADMISSION_POLICY_BINDING, f"refuse-node-{unique}")
@@ -357,7 +360,7 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
 
 
 def _refused(k, node: dict) -> bool:
-    from demo.k8s.errors import ApiError
+    from k8s.errors import ApiError
     try:
         k.create(R.NODE, node, dry_run=True)
     except ApiError as e:

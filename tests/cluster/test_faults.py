@@ -7,21 +7,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from demo.cluster import backends
-from demo.deadline import protocol as dl
-from demo.k8s import hooks
-from demo.k8s import resources as R
-from demo.k8s.keys import PROVREQ_UID_ANNOTATION
-from demo.k8s.objects import is_true
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s import heartbeat, hooks
+from k8s import resources as R
+from k8s.keys import DEADLINE_LEASE_PREFIX, FAKE_CA_LEASE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from k8s.objects import is_true
 from scenarios import race
+from scenarios.controllers import READY_LINE, Controller
 from scenarios.recorder import Recorder
 from tests.cluster.conftest import BACKEND, HOOK_DIR, NAME, wait_for
 
 NS = "demo"
 
 
-def restart(component: str) -> None:
-    backends.get(BACKEND).restart(NAME, component)
+def restart(component: str, while_down=None) -> None:
+    backends.get(BACKEND).restart(NAME, component, while_down=while_down)
 
 
 def fake_ca_log(ctx) -> str:
@@ -73,11 +77,11 @@ def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
             wait_for(lambda: rec.job_uid and k.get_or_none(R.JOB, name, NS) is None, 120,
                      what="commit, mirror, cleanup after the restart")
         wls = [s.workload for _, s in rec.samples if s.workload]
-        jobs = [s.job for _, s in rec.samples if s.job]
-        assert any(dl.committed_timeout(w) for w in wls), "the timeout was committed on the Workload"
+        seen_jobs = [s.job for _, s in rec.samples if s.job]
+        assert any(workloads.committed_timeout(w) for w in wls), "the timeout was committed on the Workload"
         assert not any(is_true(w, "Admitted") for w in wls), "never admitted"
-        assert any(dl.mirrored(j) for j in jobs), "mirrored before cleanup"
-        assert not any(j["spec"].get("suspend") is False for j in jobs), "never unsuspended"
+        assert any(jobs.mirrored(j) for j in seen_jobs), "mirrored before cleanup"
+        assert not any(j["spec"].get("suspend") is False for j in seen_jobs), "never unsuspended"
         # the garbage collector (kube-controller-manager, through the restart too) removes the Workload
         # and its request once the Job is gone
         wait_for(lambda: not clean.leftovers(), 120, what="the Job's Workload and request to be collected")
@@ -96,3 +100,49 @@ def test_kueue_killed_while_a_request_is_pending(clean, k):
                  what="the Job to be admitted once capacity is back, and to complete")
     assert rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted"))
     clean.delete_job(name)
+
+
+WAITING_LINE = "waiting for caches to sync"
+
+
+@pytest.mark.parametrize("which", ["fake-ca", "deadline"])
+def test_a_controller_whose_apiserver_dies_before_its_caches_synced_waits_and_says_so(request, clean, kubeconfig,
+                                                                                       which, tmp_path):
+    """The controller passed its start-up checks (paused at 'before-caches'); the apiserver is killed and kept
+    down; released, the controller starts its watches: it says it waits for its caches, says nothing of being
+    ready and renews no heartbeat until the apiserver is back; then it syncs and says ready."""
+    k = clean.k
+    if which == "fake-ca":
+        request.getfixturevalue("no_autoscaler")        # the session's fake autoscaler is stopped meanwhile
+        lease, key, args = FAKE_CA_LEASE, "fake-ca", ["fake-ca"]
+    else:                                               # an instance of its own beside the session's
+        lease = key = DEADLINE_LEASE_PREFIX + "sync-test"
+        args = ["deadline", "--class", "sync-test"]
+    hook_dir = tmp_path / "hooks"
+    hooks.arm(hook_dir, "before-caches", key)
+    c = Controller(lease, [*args, "--hook-dir", str(hook_dir), "--as", SERVICE_ACCOUNTS[which]],
+                   tmp_path / f"{which}.pid", tmp_path / f"{which}.log")
+    c.start(kubeconfig)
+    try:
+        hooks.wait_reached(hook_dir, "before-caches", key, timeout=60)
+        seen: dict = {}
+
+        def while_down():      # any failure is kept and raised after the apiserver is back
+            try:
+                hooks.release(hook_dir, "before-caches", key)
+                wait_for(lambda: WAITING_LINE in c.log_text(), 30, what=f"{which} to say it waits for its caches")
+                seen["log"] = c.log_text()
+            except BaseException as e:      # noqa: BLE001
+                seen["error"] = e
+        restart("kube-apiserver", while_down=while_down)
+        if "error" in seen:
+            raise seen["error"]
+        assert READY_LINE not in seen["log"], "it said ready while its caches could not sync"
+        waiting = next(line for line in seen["log"].splitlines() if WAITING_LINE in line)
+        assert "did not answer" in waiting or "refused" in waiting, f"the waiting line says why: {waiting}"
+        wait_for(lambda: READY_LINE in c.log_text(), 60, what=f"{which} to sync once the apiserver is back")
+        text = c.log_text()
+        assert text.index(WAITING_LINE) < text.index(READY_LINE)
+        wait_for(lambda: heartbeat.alive(k, lease), 30, what=f"{which}'s heartbeat once it is ready")
+    finally:
+        c.stop()

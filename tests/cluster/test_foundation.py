@@ -8,9 +8,10 @@ import pytest
 
 from demo.cluster.install import install_demo_objects, webhook_answers
 from demo.cluster.state import ClusterError
-from demo.k8s import resources as R
-from demo.k8s.manifests import ManifestError, load_manifest
-from demo.k8s.objects import is_true
+from demo.jobs.observe import workload_for
+from k8s import resources as R
+from k8s.manifests import ManifestError, load_manifest
+from k8s.objects import is_true
 from fake_ca.pools import load_pools, node_manifest
 from tests.cluster.conftest import BACKEND, REPO, wait_for
 
@@ -29,18 +30,13 @@ def gpu_job(name: str, pods: int = 2, gpus: int = 8, suspend: bool = False) -> d
                                                     "limits": {"nvidia.com/gpu": str(gpus)}}}]}}}}
 
 
-def workload_of(k, job):
-    wls, _ = k.list(R.WORKLOAD, NS, label_selector=f"kueue.x-k8s.io/job-uid={job['metadata']['uid']}")
-    return wls[0] if wls else None
-
-
 def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscaler):
     name = f"found-{unique}"
     job = k.create(R.JOB, gpu_job(name), NS)
     # 1. Kueue's mutating webhook suspended a Job created unsuspended
     assert job["spec"]["suspend"] is True
     # 2. a Workload with QuotaReserved=True
-    wl = wait_for(lambda: (w := workload_of(k, job)) and is_true(w, "QuotaReserved") and w, 60,
+    wl = wait_for(lambda: (w := workload_for(k, job)) and is_true(w, "QuotaReserved") and w, 60,
                   what="QuotaReserved=True")
     assert wl["status"]["admission"]["clusterQueue"] == "gpu-a100"
     assert not is_true(wl, "Admitted")
@@ -67,7 +63,7 @@ def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscale
 
     try:
         # 5. Admitted, unsuspended, both pods on the new nodes, Job complete
-        wait_for(lambda: is_true(workload_of(k, job), "Admitted"), 60, what="Admitted=True")
+        wait_for(lambda: is_true(workload_for(k, job), "Admitted"), 60, what="Admitted=True")
         wait_for(lambda: k.get(R.JOB, name, NS)["spec"].get("suspend") is False, 30, what="Job unsuspended")
         pods = wait_for(lambda: (p := k.list(R.POD, NS, label_selector=f"job-name={name}")[0])
                         and len(p) == 2 and all(x["spec"].get("nodeName") for x in p) and p, 60,

@@ -10,8 +10,8 @@ import yaml
 from demo.cluster import kind as backend_kind
 from demo.cluster.backend import UpOptions
 from demo.cluster.state import ClusterError
-from demo.k8s.manifests import load_manifest
-from demo.paths import REPO
+from k8s.manifests import load_manifest
+from k8s.paths import REPO
 from demo.toolchain import components as toolchain
 from demo.toolchain import versions
 
@@ -23,8 +23,8 @@ def test_kind_smoke_workflow_lints_clean():
 
 
 def readme_laptop_commands() -> list[str]:
-    """The commands of the README's kind instructions for a laptop (the code block after "On a laptop:")."""
-    text = (REPO / "README.md").read_text()
+    """The commands of the kind instructions for a laptop in docs/backends.md (the code block after "On a laptop:")."""
+    text = (REPO / "docs" / "backends.md").read_text()
     start = text.index("On a laptop:")
     block = text[text.index("```bash", start) + len("```bash"):text.index("```", text.index("```bash", start) + 3)]
     return [c.strip() for line in block.strip().splitlines() for c in line.split("&&") if c.strip()]

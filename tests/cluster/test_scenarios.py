@@ -1,39 +1,36 @@
-"""The reviewers' scenarios, run through their Python entry points on the real cluster."""
+"""The reviewers' scenarios, run through their records on the real cluster (scenarios/catalogue.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from scenarios import never_boot, race, success, timeout
+from scenarios import catalogue, race
+
+RACES = catalogue.members("race")
+ONCE = [n for n in catalogue.members("all") if n not in RACES]
 
 
-def run(ctx, fn):
+def run(ctx, name):
     ctx.checks.clear()
-    fn(ctx)
+    catalogue.by_name()[name].run(ctx)
     failed = [c.what for c in ctx.checks if not c.ok]
     assert ctx.checks and not failed, failed
 
 
-def test_success_path(clean):
-    run(clean, success.run)
+@pytest.mark.walkthrough
+@pytest.mark.parametrize("name", ONCE)
+def test_walkthrough_scenario(clean, name):
+    run(clean, name)
 
 
-@pytest.mark.parametrize("path", [timeout.preflight_refusal, timeout.autoscaler_window, timeout.admission_deadline],
-                         ids=["preflight", "autoscaler-window", "admission-deadline"])
-def test_timeout_paths(clean, path):
-    run(clean, path)
-
-
-def test_nodes_that_never_boot_are_bounded_by_the_admission_deadline(clean):
-    run(clean, never_boot.run)
-
-
-@pytest.mark.parametrize("round_", [1, 2, 3])
-@pytest.mark.parametrize("scenario", [race.scenario_admission_wins, race.scenario_timeout_wins,
-                                      race.scenario_legacy, race.scenario_interrupted_mirror],
-                         ids=["admission-wins", "timeout-wins", "legacy", "interrupted-mirror"])
-def test_race_scenarios_repeatedly(clean, scenario, round_):
-    run(clean, scenario)
+# round 1 is the walkthrough's own run, rounds 2 and 3 repeat it (./test.sh runs all three; .ci/run none: its
+# quick start ran round 1, and a CI run runs each scenario once)
+@pytest.mark.parametrize("round_", [pytest.param(1, marks=pytest.mark.walkthrough),
+                                    pytest.param(2, marks=pytest.mark.repeat),
+                                    pytest.param(3, marks=pytest.mark.repeat)])
+@pytest.mark.parametrize("name", RACES)
+def test_race_scenarios_repeatedly(clean, name, round_):
+    run(clean, name)
 
 
 @pytest.mark.parametrize("point", ["after-commit", "after-mirror", "after-arm"])

@@ -8,14 +8,18 @@ The modules are mutmut's `only_mutate` list and the floor, the equivalents file 
 not yet gated are in [tool.tau-demo.mutation], all in pyproject.toml.  For every module the
 table shows killed (a test failed), timeout (the tests hung: counted as killed), survived
 (every test passed), no-test (no test runs the mutated function), the listed equivalents and
-the score killed / (mutants - equivalents).  A gated module fails below the floor or with any
-mutant that no test runs.  An equivalents entry that names no surviving mutant fails too, so
-the list cannot rot.  Exit 0 when every gated module passes, 1 otherwise.
+the score killed / (mutants - equivalents), and every mutant that survived with its change.
+A gated module fails below the floor, with any mutant that no test runs, or with a survivor that is
+neither killed nor listed as equivalent (with a reason a reader can check).  An equivalents entry
+that names no surviving mutant fails too, so the list cannot rot; and so does a module that does no
+I/O (found by its imports: pure_modules) but is missing from `only_mutate`.  Exit 0 when every gated
+module passes, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import shutil
@@ -55,6 +59,61 @@ def settings(pyproject: Path = REPO / "pyproject.toml") -> Settings:
     mine = tool["tau-demo"]["mutation"]
     return Settings(modules=list(tool["mutmut"]["only_mutate"]), floor=float(mine["floor"]),
                     equivalents_file=REPO / mine["equivalents"], not_gated=set(mine.get("not_gated", [])))
+
+
+# A module does I/O when it imports one of these (processes, the network, the clock and threads, the
+# terminal, the Kubernetes client), or imports a module of the project that does.  Reading a file through
+# pathlib or yaml does not count: the pure modules read their input files (the pools file, a manifest).
+IO_IMPORTS = frozenset({"os", "sys", "subprocess", "socket", "signal", "threading", "time", "shutil", "tempfile",
+                        "tarfile", "urllib", "http", "kubernetes", "urllib3", "click", "concurrent", "logging",
+                        "asyncio", "select", "selectors", "multiprocessing"})
+CODE = ("k8s", "fake_ca", "demo", "scenarios", "cli")
+
+
+def _imports(path: Path, repo: Path) -> tuple[set[str], set[str]]:
+    """(top-level names of the other modules it imports, the project's modules it imports), of one file."""
+    rel = path.relative_to(repo).with_suffix("")
+    parts = list(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+    package = parts if rel.name == "__init__" else parts[:-1]
+    outside, ours = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module or ""
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for n in names:
+            (ours if n.split(".")[0] in CODE else outside).add(n if n.split(".")[0] in CODE else n.split(".")[0])
+    return outside, ours
+
+
+def pure_modules(repo: Path = REPO) -> list[str]:
+    """Every module of the project that does no I/O, by its imports (IO_IMPORTS, also through the project's
+    modules it imports), and that has code to mutate (a function): the modules `only_mutate` must list."""
+    files = {".".join(p.relative_to(repo).with_suffix("").parts).removesuffix(".__init__"): p
+             for top in CODE for p in sorted((repo / top).rglob("*.py"))}
+    found = {m: _imports(p, repo) for m, p in files.items()}
+
+    def resolve(name: str) -> str | None:            # "k8s.keys.X" -> "k8s.keys"
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    io: dict[str, bool] = {}
+
+    def does_io(m: str, seen: frozenset = frozenset()) -> bool:
+        if m not in io:
+            outside, ours = found[m]
+            deps = {d for d in map(resolve, ours) if d and d != m and d not in seen}
+            io[m] = bool(outside & IO_IMPORTS) or any(does_io(d, seen | {m}) for d in deps)
+        return io[m]
+
+    def has_functions(p: Path) -> bool:
+        return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(ast.parse(p.read_text())))
+    return sorted(str(p.relative_to(repo)) for m, p in files.items() if not does_io(m) and has_functions(p))
 
 
 def read_equivalents(path: Path) -> dict[str, str]:
@@ -143,6 +202,8 @@ def verdict(row: Row, s: Settings) -> str:
         problems.append(f"below {s.floor:g}%")
     if row.counts["no-test"]:
         problems.append("mutants without a test")
+    if row.counts["survived"]:
+        problems.append(f"{row.counts['survived']} survivor(s) neither killed nor listed")
     if row.counts["other"]:
         problems.append("unjudged mutants")
     if not problems:
@@ -234,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         failed |= v.startswith("FAIL")
         names = r.untested + r.survivors
-        if names and args.show and (v.startswith("FAIL") or args.module):
+        if names and args.show:
             print(f"\n{r.path}: {v}")
             for name in names[:args.show]:
                 print(f"  {'no test ' if name in r.untested else 'survived'}  {name}")
@@ -245,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(f"[mutation] equivalents: {p}")
     failed |= bool(problems)
+    missing = [] if args.module else sorted(set(pure_modules()) - set(s.modules))
+    for m in missing:
+        print(f"[mutation] {m} does no I/O (by its imports) but is not in [tool.mutmut] only_mutate: add it")
+    failed |= bool(missing)
     print(f"[mutation] {'FAILED' if failed else 'passed'}: floor {s.floor:g}% killed per gated module, "
           f"no mutant without a test ({len(equivalents)} equivalent mutants listed in "
           f"{s.equivalents_file.relative_to(REPO)})")

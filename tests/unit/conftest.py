@@ -1,6 +1,6 @@
 """Every unit test starts from the same state of the pure modules' caches.
 
-fake_ca.params memoizes the parsing of a request's parameters, demo.k8s.quantity that of quantity
+fake_ca.params memoizes the parsing of a request's parameters, k8s.quantity that of quantity
 strings (lru_cache).  Without a fresh cache a
 test would read results computed by an earlier test, and in the mutation stage, where each mutant's
 tests run in a fork of the process that already ran every test once, the parsing code of a mutant would
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from demo.k8s import quantity
+from k8s import quantity
 from fake_ca import params
 
 

@@ -10,6 +10,7 @@ keyword arguments of `demo.jobs.phases.derive` for one moment.
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,11 @@ NOT_FOUND_MSG = "Provisioning Request wasn't provisioned: Capacity is not found"
 
 def ts(sec: int) -> str:
     return f"2025-06-01T10:{sec // 60:02d}:{sec % 60:02d}Z"
+
+
+def epoch(sec: int) -> float:
+    """ts(sec) as seconds since the epoch."""
+    return datetime(2025, 6, 1, 10, 0, 0, tzinfo=timezone.utc).timestamp() + sec
 
 
 def cond(ctype: str, status: str, reason: str, message: str = "", at: int = 0, **extra: Any) -> dict:

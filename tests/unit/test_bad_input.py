@@ -22,13 +22,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import demo.cli.jobs as cli_jobs
-from demo.cli import main
-from demo.jobs.preflight import MISSING, POOLS_FILE, TABLE, Gang, PoolSource, PreflightInputs, decide, pool_source
+import cli.jobs as cli_jobs
+from cli import main
+from demo.jobs.preflight import Gang, PoolSource, PoolsFrom, PreflightInputs, decide, pool_source
 from demo.jobs.submit import create_refused, refusal
-from demo.k8s.errors import Conflict, Invalid, NotFound, from_response
-from demo.k8s.keys import FAKE_CA_LEASE, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
-from demo.paths import POOLS_FILE as POOLS_PATH
+from k8s.errors import Conflict, Invalid, NotFound, from_response
+from k8s.keys import FAKE_CA_LEASE, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
+from k8s.paths import POOLS_FILE as POOLS_PATH
 from demo.realca import exclusion
 from demo.timeline.log import EventLog, read
 from fake_ca.pools import load_pools, pools_to_configmap
@@ -293,7 +293,7 @@ REFUSALS = {r["status"]: r["body"] for r in
 
 
 def recorded_error(status: int):
-    """The API's refusal of a Job create, as demo.k8s.client raises it, from the body the real cluster sent."""
+    """The API's refusal of a Job create, as k8s.client raises it, from the body the real cluster sent."""
     return from_response(status, json.dumps(REFUSALS[status]).encode())
 
 
@@ -382,12 +382,12 @@ DEMO_FILE = "manifests/node-pools.yaml"
 @pytest.mark.parametrize("alive", [{FAKE_CA_LEASE: True, REAL_CA_LEASE: False},
                                    {FAKE_CA_LEASE: False, REAL_CA_LEASE: True}])
 def test_a_running_autoscalers_table_is_trusted(alive):
-    assert pool_source(BENCH_TABLE, alive, DEMO_FILE) == PoolSource(TABLE, [])
+    assert pool_source(BENCH_TABLE, alive, DEMO_FILE) == PoolSource(PoolsFrom.TABLE, [])
 
 
 def test_a_table_left_by_an_autoscaler_that_stopped_is_not_trusted():
     s = pool_source(BENCH_TABLE, {FAKE_CA_LEASE: False, REAL_CA_LEASE: False}, DEMO_FILE)
-    assert s.use == POOLS_FILE
+    assert s.use == PoolsFrom.FILE
     assert s.lines == [
         "preflight: no autoscaler is running (heartbeat Leases tau-demo-system/fake-ca and tau-demo-system/real-ca "
         "missing or stale): not trusting the pool table in kube-system/tau-demo-node-pools (what the last one "
@@ -395,20 +395,30 @@ def test_a_table_left_by_an_autoscaler_that_stopped_is_not_trusted():
         "publish by default; the job waits in its queue until one runs"]
 
 
+LEASES = "tau-demo-system/fake-ca and tau-demo-system/real-ca"
+
+
 def test_no_autoscaler_and_no_table_reads_the_pools_file():
     s = pool_source(None, {FAKE_CA_LEASE: False, REAL_CA_LEASE: False}, DEMO_FILE)
-    assert s.use == POOLS_FILE and "not trusting" not in s.lines[0] and DEMO_FILE in s.lines[0]
+    assert s == PoolSource(PoolsFrom.FILE, [
+        f"preflight: no autoscaler is running (heartbeat Leases {LEASES} missing or stale): checking against "
+        f"{DEMO_FILE}, the pools `tau-demo fake-ca` and `tau-demo real-ca` publish by default; the job waits "
+        "in its queue until one runs"])
 
 
 def test_a_running_autoscaler_without_a_table_is_not_ready():
     s = pool_source(None, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}, DEMO_FILE)
-    assert s.use == MISSING and "has not published its pool table" in s.lines[0]
+    assert s == PoolSource(PoolsFrom.MISSING, ["preflight: the running autoscaler has not published its pool table "
+                                     "(kube-system/tau-demo-node-pools) yet; try again in a few seconds"])
 
 
 def test_unreadable_leases_trust_the_table_and_say_so():
     s = pool_source(BENCH_TABLE, {FAKE_CA_LEASE: None, REAL_CA_LEASE: False}, DEMO_FILE)
-    assert s.use == TABLE and "cannot read the autoscalers' heartbeat Leases" in s.lines[0]
-    assert pool_source(None, {FAKE_CA_LEASE: None, REAL_CA_LEASE: None}, DEMO_FILE).use == MISSING
+    assert s == PoolSource(PoolsFrom.TABLE, [f"preflight: note: cannot read the autoscalers' heartbeat Leases ({LEASES}); "
+                                   "trusting the published pool table kube-system/tau-demo-node-pools"])
+    assert pool_source(None, {FAKE_CA_LEASE: None, REAL_CA_LEASE: None}, DEMO_FILE) == PoolSource(PoolsFrom.MISSING, [
+        "preflight: no pool table published (kube-system/tau-demo-node-pools) and the autoscalers' heartbeat "
+        f"Leases ({LEASES}) cannot be read; start one with `tau-demo fake-ca`"])
 
 
 NO_AUTOSCALER = {FAKE_CA_LEASE: False, REAL_CA_LEASE: False}
@@ -521,7 +531,8 @@ def test_a_request_for_an_unknown_pool_names_why_it_matches_none(tmp_path):
     r = run("fake-ca", "explain", "-f", str(f))
     assert r.exit_code == 2
     assert ("provreq demo/pr1: does not fit: pod of t1 matches no pool (gpupool: nodeSelector "
-            "agentpool=nosuchpool does not match (agentpool=gpupool))") in r.output
+            "agentpool=nosuchpool does not match (agentpool=gpupool); ondemand: nodeSelector agentpool=nosuchpool "
+            "does not match (agentpool=ondemand))") in r.output
 
 
 @pytest.mark.parametrize("text,needle", [
@@ -555,14 +566,81 @@ def test_cluster_up_kind_without_docker_says_so_and_creates_nothing(tmp_path):
     assert not state.exists() and not (tmp_path / "cache").exists()
 
 
+def test_cluster_up_multikueue_on_kind_is_refused_saying_why_and_creates_nothing(tmp_path):
+    env = {"TAU_DEMO_STATE": str(tmp_path / "state"), "TAU_DEMO_CACHE": str(tmp_path / "cache")}
+    r = run("cluster", "up", "--multikueue", "--backend", "kind", env=env)
+    assert r.exit_code == 1
+    assert "--multikueue runs on the kwok backend only" in r.output and "docs/multikueue.md" in r.output
+    assert "Use `tau-demo cluster up --multikueue --backend kwok`." in r.output
+    assert not (tmp_path / "state").exists() and not (tmp_path / "cache").exists()
+
+
+def test_cluster_up_over_a_cluster_of_the_other_kind_is_refused_and_changes_nothing(tmp_path):
+    """A plain `up` over a MultiKueue manager, `--multikueue` over a plain cluster, `up` of a worker by name."""
+    clusters = tmp_path / "state" / "clusters"
+    for name, role in (("mgr", "manager"), ("plain", ""), ("mgr-worker-1", "worker")):
+        (clusters / name).mkdir(parents=True)
+        (clusters / name / "cluster.json").write_text(json.dumps(
+            {"name": name, "backend": "kwok", "kubeconfig": "/nonexistent", "role": role,
+             "workers": ["mgr-worker-1", "mgr-worker-2"] if role == "manager" else []}))
+    before = {p: p.read_text() for p in clusters.rglob("*.json")}
+    env = {"TAU_DEMO_STATE": str(tmp_path / "state"), "TAU_DEMO_CACHE": str(tmp_path / "cache")}
+    for args, says in [(["--name", "mgr"], "cluster mgr is a MultiKueue manager with workers mgr-worker-1, mgr-worker-2"),
+                       (["--name", "plain", "--multikueue"], "cluster plain exists without MultiKueue; run "
+                                                             "`tau-demo cluster down --name plain` first"),
+                       (["--name", "mgr-worker-1"], "cluster mgr-worker-1 is a MultiKueue worker: it comes and goes "
+                                                    "with its manager (`tau-demo cluster up/down --name mgr`)"),
+                       (["--name", "mgr-worker-1", "--multikueue"], "is a MultiKueue worker")]:
+        r = run("cluster", "up", "--backend", "kwok", *args, env=env)
+        assert r.exit_code == 1 and says in r.output, (args, r.output)
+    (clusters / "plain-worker-2").mkdir()
+    (clusters / "plain-worker-2" / "cluster.json").write_text(json.dumps(
+        {"name": "plain-worker-2", "backend": "kwok", "kubeconfig": "/nonexistent"}))
+    r = run("cluster", "up", "--backend", "kwok", "--name", "plain-worker-2", "--multikueue", env=env)
+    assert r.exit_code == 1 and "exists without MultiKueue" in r.output
+    (clusters / "plain-worker-2" / "cluster.json").unlink()
+    (clusters / "plain-worker-2").rmdir()
+    (clusters / "fresh-worker-2").mkdir()
+    (clusters / "fresh-worker-2" / "cluster.json").write_text(json.dumps(
+        {"name": "fresh-worker-2", "backend": "kwok", "kubeconfig": "/nonexistent"}))
+    r = run("cluster", "up", "--backend", "kwok", "--name", "fresh", "--multikueue", env=env)
+    assert r.exit_code == 1 and ("a cluster named fresh-worker-2 exists that is not a worker of fresh; run "
+                                 "`tau-demo cluster down --name fresh-worker-2` first") in r.output
+    assert {p: p.read_text() for p in clusters.rglob("*.json") if "worker-2" not in str(p)} == before
+    assert not (tmp_path / "cache").exists()
+
+
 def test_scenario_run_of_an_unknown_name_lists_the_names():
     r = run("scenario", "run", "nosuch")
     assert r.exit_code == 2
     assert "unknown scenario 'nosuch'" in r.output
-    assert "a group (all, timeout, race, beyond, upstream)" in r.output
+    assert "a group (all, success, timeout, race, beyond, upstream, kueue-specs, multikueue)" in r.output
     for name in ("success", "timeout-preflight", "timeout-window", "timeout-deadline", "race-admission-wins",
                  "race-timeout-wins", "race-legacy", "race-interrupted-mirror", "never-boot"):
         assert name in r.output
-    msg = r.output[r.output.index("unknown scenario"):]
+    msg = r.output[r.output.index("or a scenario"):]
     assert msg.count("success") == 1            # each name once
 
+
+
+def test_a_manager_runs_only_the_multikueue_group_and_the_group_runs_only_on_a_manager(tmp_path, monkeypatch):
+    from scenarios import runner
+    from scenarios.harness import Context
+    monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path))
+    kubeconfigs = {}
+    for name, role in (("mgr", "manager"), ("plain", "")):
+        d = tmp_path / "clusters" / name
+        d.mkdir(parents=True)
+        kubeconfigs[name] = d / "kubeconfig.yaml"
+        kubeconfigs[name].write_text("{}")
+        (d / "cluster.json").write_text(json.dumps({"name": name, "backend": "kwok", "kubeconfig": str(kubeconfigs[name]),
+                                                    "role": role}))
+    manager, plain = Context(None, str(kubeconfigs["mgr"])), Context(None, str(kubeconfigs["plain"]))
+    with pytest.raises(runner.NoCluster, match="this cluster is a MultiKueue manager: its ClusterQueue dispatches"):
+        runner.check_cluster(manager, ["success", "multikueue-race"])
+    with pytest.raises(runner.NoCluster, match=r"the multikueue group runs on a MultiKueue manager and its two workers: "
+                                               r"bring them up with `tau-demo cluster up --multikueue`"):
+        runner.check_cluster(plain, ["multikueue-race"])
+    runner.check_cluster(manager, ["multikueue-race", "multikueue-kueue-specs"])
+    runner.check_cluster(plain, ["success", "upstream-3245"])
+    runner.check_cluster(Context(None, str(tmp_path / "elsewhere")), ["success"])       # not one of ours: plain

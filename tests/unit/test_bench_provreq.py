@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from demo.paths import POOLS_FILE
+from k8s.paths import POOLS_FILE
 from fake_ca.pools import load_pools, pools_to_configmap
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from demo.cli import main
+from cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def tau(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "demo", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=REPO,
                           env=env or dict(os.environ), timeout=120)
 
 

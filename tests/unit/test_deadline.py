@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from demo.deadline import protocol as dl
+from k8s import workload as workloads
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 WL_NAME = "job-train-abcde"
@@ -319,9 +320,13 @@ def test_the_jobs_workload_is_the_newest_one_it_controls():
     stranger = workload(rv="3")
     stranger["metadata"].update(name="job-other", creationTimestamp="2026-11-29T12:09:00Z")
     stranger["metadata"]["ownerReferences"][0]["uid"] = "other-uid"
-    assert dl.owned_workload([new, stranger, old], "job-uid")["metadata"]["name"] == "job-train-new"
-    assert dl.owned_workload([stranger], "job-uid") is None
-    assert dl.owned_workload([], "job-uid") is None
+    assert workloads.of_job([new, stranger, old], "job-uid")["metadata"]["name"] == "job-train-new"
+    middle = workload(rv="4")
+    middle["metadata"].update(name="job-train-middle", creationTimestamp="2026-11-29T12:02:00Z")
+    assert workloads.of_job([middle, new, old], "job-uid")["metadata"]["name"] == "job-train-new"
+    assert workloads.of_job([new, old, middle], "job-uid")["metadata"]["name"] == "job-train-new"
+    assert workloads.of_job([stranger], "job-uid") is None
+    assert workloads.of_job([], "job-uid") is None
 
 
 def test_after_a_conflict_the_first_live_retry_is_immediate_then_backs_off_to_a_second():

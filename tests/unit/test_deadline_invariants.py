@@ -90,6 +90,12 @@ def test_cleanup_only_of_committed_timeouts_and_only_after_the_ttl():
     h = the_protocol_path()
     h.deleted_at = AFTER + timedelta(seconds=1)
     assert violations(h) == ["train: cleanup deleted the Job 4.20s before its cleanup time"]
+    h.deleted_at = dl.cleanup_after(h.jobs[-1])
+    assert violations(h) == [], "deleted at its cleanup time exactly: not early"
+    mirrored_never_armed = History("train", [job(), mirrored_job(AFTER + timedelta(seconds=0.1))],
+                                   [RESERVED, committed_at(AFTER)], deleted_at=AFTER + timedelta(seconds=9))
+    assert violations(mirrored_never_armed) == [
+        "train: cleanup deleted a Job before the mirror and the cleanup time were written"]
 
 
 def test_an_admitted_job_marked_terminal():

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from demo.cli.fake_ca import explain_cmd as explain
-from demo.paths import POOLS_FILE as DEFAULT_POOLS
+from cli.fake_ca import explain_cmd as explain
+from k8s.paths import POOLS_FILE as DEFAULT_POOLS
 from fake_ca.explain import InputError, read_source
 from fake_ca.explain import explain as explain_text
 from fake_ca.pools import load_pools
@@ -78,6 +78,14 @@ def test_unsupported_class_exit_2(tmp_path):
     assert r.exit_code == 2
     assert r.stdout == (f"provreq {KEY}: class queued-provisioning.gke.io is not handled by the autoscaler; "
                         "it would be left untouched\n")
+
+
+def test_check_capacity_for_another_processor_instance_exit_2(tmp_path):
+    r = run("-f", write(tmp_path, bundle(provisioningClassName="check-capacity.autoscaling.x-k8s.io",
+                                         parameters={"processorInstance": "other"})))
+    assert r.exit_code == 2
+    assert r.stdout == (f"provreq {KEY}: parameters.processorInstance names another autoscaler instance; it would "
+                        "be left untouched\n")
 
 
 def test_check_capacity_on_an_empty_cluster_does_not_fit(tmp_path):

@@ -5,7 +5,7 @@ as consumed."""
 
 from __future__ import annotations
 
-from demo.k8s.keys import CONSUME_PROVREQ_ANNOTATION_OLD
+from k8s.keys import CONSUME_PROVREQ_ANNOTATION_OLD
 from fake_ca import backoff, booking
 from fake_ca.backoff import Availability
 from test_fake_ca_loop import G, at, cond, consuming, pr, provisioned, templates_for
@@ -116,3 +116,13 @@ def test_total_pods_counts_every_pod_set_and_skips_malformed_ones():
     r["spec"]["podSets"] += [{"podTemplateRef": {"name": "no-count"}}, "junk", {"count": "3"}]
     assert booking.total_pods(r) == 5
     assert booking.total_pods({"spec": {}}) == 0
+
+
+def test_a_check_capacity_request_for_another_processor_instance_books_nothing():
+    from test_fake_ca_loop import cond as c, pr as req, templates_for
+    from k8s.keys import CHECK_CAPACITY
+    mine = req("req-m", count=1, cls=CHECK_CAPACITY, conds=[c("Provisioned", "True", "CapacityIsFound")])
+    theirs = req("req-t", count=1, cls=CHECK_CAPACITY, conds=[c("Provisioned", "True", "CapacityIsFound")],
+                 params={"processorInstance": "other"})
+    assert booking.books(mine) and not booking.books(theirs)
+    assert len(booking.booked_pods([mine, theirs], templates_for(mine, theirs))) == 1

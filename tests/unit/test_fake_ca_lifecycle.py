@@ -5,7 +5,7 @@ Autoscaler's where it has them (fake_ca/conditions.py); the `why` is the log lin
 
 from __future__ import annotations
 
-from demo.k8s.keys import BATCH_ANNOTATION, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
+from k8s.keys import BATCH_ANNOTATION, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
 from fake_ca import lifecycle
 from fake_ca.backoff import GroupBackoff
 from fake_ca.lifecycle import Pick, ScaleUp, Write
@@ -51,7 +51,7 @@ def test_a_request_that_needs_nodes_is_accepted_and_provisioned_as_soon_as_they_
     r["metadata"]["generation"] = 4
     acc, after = acceptance(r, gen=4)
     assert loop(cluster(r)).pick == Pick(KEY, "uid-req-a", [acc], scale_up=ScaleUp(
-        "gpupool", 2, ("rack-a", "rack-a"), ts(16),
+        GPUPOOL, 2, ("rack-a", "rack-a"), ts(16),
         provisioned=then(after, "Provisioned", "True", "CapacityIsProvisioned", MSG_FOUND,
                          f"provreq {KEY}: Provisioned=True (CapacityIsProvisioned) as soon as the nodes are requested "
                          "(booting 15s)"),
@@ -67,7 +67,7 @@ def test_the_provisioned_log_line_says_how_the_new_vms_boot():
             f"provreq {KEY}: Provisioned=True (CapacityIsProvisioned) as soon as the nodes are requested")
     assert line({"fakeCABootSeconds": "never"}) == ("never", " (their VMs never boot)")
     assert line({"fakeCABootSeconds": "0"}) == (None, "")
-    assert line(opts=lifecycle.Options(boot_seconds=5)) == (ts(6), " (booting 5s)")
+    assert line(opts=lifecycle.Options(boot=5)) == (ts(6), " (booting 5s)")
 
 
 def topology_cluster(*nodes) -> lifecycle.Cluster:
@@ -123,7 +123,7 @@ def test_a_stockout_refuses_the_scale_up_until_the_request_is_old_enough():
         after, "Provisioned", "False", "CapacityIsNotFound", MSG_NOT_FOUND,
         f"provreq {KEY}: gang needs 2 node(s) of gpupool (max 2): fits; {why}", seconds=3)], why=why)
     assert loop(cluster(r), seconds=10).pick.scale_up is not None                  # 10s old: capacity is back
-    flag = lifecycle.Options(stockout_seconds=10)
+    flag = lifecycle.Options(stockout=10)
     assert loop(cluster(pr()), seconds=3, opts=flag).pick.why == why                # the flag, for every request
     assert loop(cluster(pr(params={"fakeCAStockout": "0"})), seconds=3, opts=flag).pick.scale_up is not None
     forever = loop(cluster(pr(params={"fakeCAStockout": "true"})), seconds=10 ** 5).pick
@@ -134,7 +134,7 @@ def test_a_request_read_without_creation_time_counts_as_just_created():
     r = pr(params={"fakeCAStockout": "1"})
     del r["metadata"]["creationTimestamp"]
     assert loop(cluster(r), seconds=100).pick.why == "INJECTED stock-out: the cloud refused 2 node(s) of gpupool, back in 1s"
-    assert lifecycle.refresh([r], [], at(OPTS.expiry_seconds + 1), OPTS) == ([], [])     # never expires
+    assert lifecycle.refresh([r], [], at(OPTS.expiry + 1), OPTS) == ([], [])     # never expires
 
 
 # ---------------------------------------------------------------------------- check-capacity
@@ -244,7 +244,7 @@ def test_refresh_revokes_capacity_when_injected_once():
 
 def test_refresh_expires_a_request_never_provisioned():
     r = pr()
-    week = OPTS.expiry_seconds
+    week = OPTS.expiry
     assert refreshed(r, week) == [update(r, "Failed", "True", "Expired", "ProvisioningRequest is expired", week,
                                          f"provreq {KEY}: not provisioned 604800s after creation: expired")]
     r["status"]["conditions"].append(cond("Failed", "True", "Expired", week))
@@ -279,7 +279,7 @@ def test_refresh_notes_an_ignored_valid_until_only_when_it_is_not_honoured():
 
 
 def test_refresh_skips_what_it_must_not_touch_and_goes_on_with_the_rest():
-    old = OPTS.booking_seconds
+    old = OPTS.booking
     other_class = provisioned("req-0", cls="queued-provisioning.gke.io", created=-3)
     failed = provisioned("req-1", created=-2)
     failed["status"]["conditions"].append(cond("Failed", "True", "Expired"))
@@ -292,7 +292,7 @@ def test_refresh_skips_what_it_must_not_touch_and_goes_on_with_the_rest():
 # ---------------------------------------------------------------------------- the loop
 
 def test_a_request_refresh_wrote_is_not_also_picked_in_that_loop_the_next_one_is():
-    week = OPTS.expiry_seconds
+    week = OPTS.expiry
     expiring, fresh = pr("req-a", created=0), pr("req-b", created=week)
     plan = loop(cluster(expiring, fresh), seconds=week)
     assert [w.ctype for w in plan.refresh] == ["Failed"] and plan.pick.key == "demo/req-b"
@@ -336,7 +336,7 @@ def test_a_request_without_namespace_takes_its_templates_from_default():
 
 
 def test_nodes_that_time_out_in_this_loop_are_no_upcoming_capacity_for_it():
-    opts = lifecycle.Options(max_node_provision_seconds=20)
+    opts = lifecycle.Options(max_node_provision_time=20)
     plan = loop(cluster(pr(count=1), nodes=[never_booting("n1", created=0)]), seconds=21, opts=opts)
     assert [t.nodes for t in plan.timed_out] == [("n1",)]
     assert plan.pick.writes[-1].why == (
@@ -365,3 +365,16 @@ def test_booked_requests_are_read_through_the_clusters_parser():
     assert lifecycle.plan_loop(c, POOLS, lifecycle.Memory(), at(1), OPTS).pick.scale_up.why == \
         f"provreq {KEY}: gang needs 1 node(s) of gpupool (max 2): fits"             # n1 is req-b's
     assert parsed == ["req-b"]
+
+
+def test_a_setting_is_a_field_with_its_default_and_what_the_flag_says():
+    """tau-demo fake-ca makes each Options field a flag from this metadata (cli/fake_ca.py)."""
+    import dataclasses
+    f = lifecycle.setting(5.0, "how long")
+    assert f.default == 5.0
+    assert dict(f.metadata) == {"help": "how long", "real": "", "metavar": "DURATION", "never": "", "off": ""}
+    f = lifecycle.setting(True, "honor it", real="10m", metavar="SECONDS", never="never", off="no-honor")
+    assert dict(f.metadata) == {"help": "honor it", "real": "10m", "metavar": "SECONDS", "never": "never",
+                                "off": "no-honor"}
+    booking = {x.name: x for x in dataclasses.fields(lifecycle.Options)}["booking"]
+    assert booking.default == lifecycle.Options().booking and booking.metadata["help"]

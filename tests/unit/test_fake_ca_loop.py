@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from demo.k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY
 from fake_ca import backoff, booking, lifecycle, nodes as vm, params as P, scaledown, status
 from fake_ca.pools import node_manifest
 from test_planner import GPUPOOL, POOLS, TPL, node, pod, provreq, template
@@ -98,7 +98,7 @@ def test_provisioned_does_not_wait_for_the_boot_the_nodes_carry_it():
     (None, 5.0, ts(6)), (None, P.FOREVER, "never"), (None, None, ts(16))])
 def test_boot_time_from_the_request_then_the_flag_then_the_pool(param, opt, expected):
     params = {"fakeCABootSeconds": param} if param is not None else None
-    opts = lifecycle.Options(boot_seconds=opt)
+    opts = lifecycle.Options(boot=opt)
     assert loop(cluster(pr(params=params)), opts=opts).pick.scale_up.boots_at == expected
 
 
@@ -194,14 +194,14 @@ def never_booting(name="n1", created=0.0) -> dict:
 
 
 def test_nodes_that_never_boot_time_out_and_back_their_pool_off():
-    opts = lifecycle.Options(max_node_provision_seconds=20)
+    opts = lifecycle.Options(max_node_provision_time=20)
     young = loop(cluster(nodes=[never_booting()]), seconds=19, opts=opts)
     assert young.timed_out == [] and young.memory.groups == {}
     old = loop(cluster(nodes=[never_booting("n1"), never_booting("n2", created=1)]), seconds=20.5, opts=opts)
     assert [(t.pool, t.nodes) for t in old.timed_out] == [("gpupool", ("n1",))]
     assert "did not become Ready within 20s" in old.timed_out[0].why
     g = old.memory.groups["gpupool"]
-    assert g.until == at(20.5 + opts.initial_group_backoff)
+    assert g.until == at(20.5 + opts.initial_node_group_backoff)
 
 
 def test_a_backed_off_pool_gives_capacity_is_not_found():
@@ -272,10 +272,10 @@ def test_refresh_expires_the_booking_after_the_booking_time_and_keeps_provisione
 
 def test_refresh_fails_a_request_never_provisioned_for_the_expiry_time():
     r = pr(created=0)
-    (w,), _ = lifecycle.refresh([r], [], at(OPTS.expiry_seconds), OPTS)
+    (w,), _ = lifecycle.refresh([r], [], at(OPTS.expiry), OPTS)
     assert (w.ctype, w.condition["reason"], w.condition["message"]) == ("Failed", "Expired",
                                                                         "ProvisioningRequest is expired")
-    assert lifecycle.refresh([r], [], at(OPTS.expiry_seconds - 1), OPTS)[0] == []
+    assert lifecycle.refresh([r], [], at(OPTS.expiry - 1), OPTS)[0] == []
 
 
 def test_refresh_makes_at_most_twenty_updates_a_loop():
@@ -379,7 +379,7 @@ def test_booting_nodes_are_never_scale_down_candidates():
 
 def test_status_configmap_reports_backoff_and_scale_up_in_progress():
     memory = lifecycle.register_failures(lifecycle.Memory(), [("gpupool", "timeout", "2 node(s) did not register")], at(0), OPTS)
-    doc = status.status(POOLS, [never_booting()], memory.groups, at(1))
+    doc = status.status_document(POOLS, [never_booting()], memory.groups, at(1))
     g = doc["nodeGroups"][0]
     assert g["name"] == "gpupool" and g["scaleUp"]["status"] == "Backoff"
     assert g["scaleUp"]["backoffInfo"]["errorMessage"] == "2 node(s) did not register"
@@ -388,12 +388,12 @@ def test_status_configmap_reports_backoff_and_scale_up_in_progress():
     assert cm["metadata"] == {"name": "cluster-autoscaler-status", "namespace": "kube-system"}
     assert status.group_backoff(cm, "gpupool")["status"] == "Backoff"
     assert status.group_backoff(cm, "other") is None
-    later = status.status(POOLS, [never_booting()], memory.groups, at(61))
+    later = status.status_document(POOLS, [never_booting()], memory.groups, at(61))
     assert later["nodeGroups"][0]["scaleUp"] == {"status": "InProgress"}
-    assert status.status(POOLS, [], {}, at(61))["nodeGroups"][0]["scaleUp"] == {"status": "NoActivity"}
+    assert status.status_document(POOLS, [], {}, at(61))["nodeGroups"][0]["scaleUp"] == {"status": "NoActivity"}
     assert status.group_backoff({"data": {"status": "{unclosed"}}, "gpupool") is None
     assert yaml.safe_load(cm["data"]["status"])["time"] == ts(1)
-    assert status.scale_up_states(doc) == [("gpupool", g["scaleUp"])]
+    assert status.scale_up_states(doc) == [("gpupool", g["scaleUp"]), ("ondemand", {"status": "NoActivity"})]
     assert status.scale_up_states(doc) != status.scale_up_states(later)
 
 
@@ -401,7 +401,7 @@ def test_params_parse():
     assert P.parse(pr()) == P.Params()
     got = P.parse(pr(params={"noRetry": "true", "fakeCABootSeconds": "never", "fakeCAStockout": "false",
                              "fakeCAHonorValidUntil": "True", "ValidUntilSeconds": "60"}))
-    assert (got.no_retry, got.boot_seconds, got.stockout_seconds, got.honor_valid_until, got.valid_until) == (
+    assert (got.no_retry, got.boot, got.stockout, got.honor_valid_until, got.valid_until) == (
         True, P.FOREVER, None, True, 60.0)
     assert vm.boots_at(T0, 0) is None and vm.boots_at(T0, P.FOREVER) == "never"
 
@@ -441,3 +441,28 @@ def test_booked_pods_are_placed_only_when_a_node_is_otherwise_unneeded():
     idle = [node("n3"), node("n4")]
     assert scaledown.scale_down(idle, [], {}, POOLS, at(30), 10, booked).mark == ["n3", "n4"]
     assert asked == [1]
+
+
+# ---------------------------------------------------------------------------- processorInstance
+
+def test_check_capacity_naming_a_processor_instance_is_another_autoscalers_and_left_untouched():
+    theirs = pr("req-i", cls=CHECK_CAPACITY, params={"processorInstance": "other"})
+    plan = loop(cluster(theirs))
+    assert plan.pick is None and plan.failed == [] and plan.refresh == []
+    assert any("parameters.processorInstance=other names another autoscaler instance; left untouched" in n
+               for n in plan.notes)
+    mine = pr("req-j", cls=CHECK_CAPACITY, params={"processorInstance": ""})
+    assert loop(cluster(mine)).pick.key == "demo/req-j"
+    other = pr("req-k", cls="queued-provisioning.gke.io")
+    assert any("class queued-provisioning.gke.io is not handled by this autoscaler" in n for n in loop(cluster(other)).notes)
+    odd = pr("req-o", cls="queued-provisioning.gke.io")
+    odd["spec"]["parameters"] = "junk"                              # not a map: no instance named
+    assert any("req-o: class queued-provisioning.gke.io is not handled" in n for n in loop(cluster(odd)).notes)
+
+
+def test_a_setting_declares_its_default_its_help_and_the_real_value():
+    f = lifecycle.setting(5, "h", real="r", metavar="M", never="n", off="o")
+    assert f.default == 5 and dict(f.metadata) == {"help": "h", "real": "r", "metavar": "M", "never": "n", "off": "o"}
+    g = lifecycle.setting(1.5, "h")
+    assert g.default == 1.5 and dict(g.metadata) == {"help": "h", "real": "", "metavar": "DURATION", "never": "",
+                                                      "off": ""}

@@ -8,7 +8,7 @@ import copy
 
 import yaml
 
-from demo.k8s.keys import MANAGED_LABEL, POOL_LABEL, PROVREQ_UID_ANNOTATION, UNNEEDED_ANNOTATION
+from k8s.keys import MANAGED_LABEL, POOL_LABEL, PROVREQ_UID_ANNOTATION, UNNEEDED_ANNOTATION
 from fake_ca import nodes as vm, params as P, scaledown, status
 from fake_ca.backoff import GroupBackoff
 from fake_ca.scaledown import ScaleDown
@@ -182,7 +182,7 @@ def test_the_status_document_per_node_group():
     nodes = [pool_node("a1", a), pool_node("a2", a, ready=False), gone(pool_node("a3", a)), pool_node("a4", a),
              pool_node("x1", GPUPOOL)]
     backoff_b = GroupBackoff(60, at(70), at(10), "timeout", "Scale-up timed out for node group b after 21s")
-    assert status.status([a, b], nodes, {"b": backoff_b}, at(20)) == {"autoscalerStatus": "Running", "nodeGroups": [
+    assert status.status_document([a, b], nodes, {"b": backoff_b}, at(20)) == {"autoscalerStatus": "Running", "nodeGroups": [
         {"name": "a", "health": health(3, 2, 1, 3), "scaleUp": {"status": "InProgress"}},
         {"name": "b", "health": health(0, 0, 0, 2),
          "scaleUp": {"status": "Backoff",
@@ -191,14 +191,14 @@ def test_the_status_document_per_node_group():
                      "lastTransitionTime": "2026-12-01T10:00:10Z"}}]}
     # a backoff outranks a scale-up in progress, up to its last second
     backoff_a = GroupBackoff(60, at(70), at(10), "timeout", "why")
-    assert [g["scaleUp"]["status"] for g in status.status([a, b], nodes, {"a": backoff_a}, at(70))["nodeGroups"]] == [
+    assert [g["scaleUp"]["status"] for g in status.status_document([a, b], nodes, {"a": backoff_a}, at(70))["nodeGroups"]] == [
         "Backoff", "NoActivity"]
-    assert [g["scaleUp"]["status"] for g in status.status([a, b], nodes, {"a": backoff_a}, at(71))["nodeGroups"]] == [
+    assert [g["scaleUp"]["status"] for g in status.status_document([a, b], nodes, {"a": backoff_a}, at(71))["nodeGroups"]] == [
         "InProgress", "NoActivity"]
 
 
 def test_the_status_configmap_is_kube_system_cluster_autoscaler_status_with_the_time_first():
-    doc = status.status(two_pools(), [], {}, at(0))
+    doc = status.status_document(two_pools(), [], {}, at(0))
     cm = status.configmap(doc, at(5))
     text = cm.pop("data")["status"]
     assert cm == {"apiVersion": "v1", "kind": "ConfigMap",
@@ -212,7 +212,7 @@ def test_the_status_configmap_is_kube_system_cluster_autoscaler_status_with_the_
 def test_group_backoff_is_read_back_only_for_a_backed_off_group_of_a_well_formed_document():
     a, b = two_pools()
     failed = GroupBackoff(60, at(70), at(10), "cloudProviderError", "failed to increase node group size: x")
-    cm = status.configmap(status.status([a, b], [], {"a": failed}, at(20)), at(20))
+    cm = status.configmap(status.status_document([a, b], [], {"a": failed}, at(20)), at(20))
     assert status.group_backoff(cm, "a") == {
         "status": "Backoff", "lastTransitionTime": "2026-12-01T10:00:10Z",
         "backoffInfo": {"errorCode": "cloudProviderError", "errorMessage": "failed to increase node group size: x"}}
@@ -222,3 +222,54 @@ def test_group_backoff_is_read_back_only_for_a_backed_off_group_of_a_well_formed
     assert status.group_backoff({"data": {"status": "nodeGroups: [x, {name: a, scaleUp: {status: Backoff}}]"}},
                                 "a") == {"status": "Backoff"}
     assert status.group_backoff(None, "a") is None and status.group_backoff({}, "a") is None
+
+
+# ---------------------------------------------------------------------------- the delay after the ToBeDeleted taint
+
+def tainted(n: dict, value: str) -> dict:
+    n["spec"]["taints"] = [{"key": "other", "effect": "NoSchedule"},
+                           {"key": "ToBeDeletedByClusterAutoscaler", "value": value, "effect": "NoSchedule"}]
+    return n
+
+
+def test_with_a_delay_after_the_taint_a_node_is_first_tainted_then_deleted_once_tainted_that_long():
+    by_uid: dict = {}
+
+    def go(nodes, seconds, delay=5.0, pods=()):
+        return scaledown.scale_down(list(nodes), list(pods), by_uid, POOLS, at(seconds), 10, frozenset, delay)
+    assert go([idle("n1", since=0)], 11) == ScaleDown(taint=["n1"])
+    t = int(at(11).timestamp())
+    assert scaledown.taint_value(at(11)) == str(t)
+    assert go([tainted(idle("n1", since=0), str(t))], 15) == ScaleDown()            # tainted 4s ago
+    assert go([tainted(idle("n1", since=0), str(t))], 16) == ScaleDown(
+        delete=["n1"], why={"n1": "unneeded for 16s (no running pods, booking over), tainted "
+                                  "ToBeDeletedByClusterAutoscaler 5s ago"})
+    assert go([tainted(idle("n1", since=0), "junk")], 12).delete == ["n1"]          # no time: long enough
+    assert go([tainted(idle("n1", since=0), str(t))], 16, delay=0).delete == ["n1"]
+    assert go([idle("n1", since=0)], 11, delay=0).delete == ["n1"]
+    assert go([idle("n1", since=0)], 11, delay=0.5) == ScaleDown(taint=["n1"])          # any delay: tainted first
+    # needed again (a pod runs there): the timer and the taint go
+    assert go([tainted(idle("n1", since=0), str(t))], 16, pods=[job_pod("n1")]) == ScaleDown(
+        clear=["n1"], untaint=["n1"])
+
+
+def test_tainted_for():
+    n = idle("n1")
+    assert scaledown.tainted_for(n, at(10)) is None
+    assert scaledown.tainted_for(tainted(idle("n1"), str(int(at(4).timestamp()))), at(10)) == 6
+    assert scaledown.tainted_for(tainted(idle("n1"), str(int(at(14).timestamp()))), at(10)) == 0     # in the future
+    assert scaledown.tainted_for(tainted(idle("n1"), ""), at(10)) == float("inf")
+    no_value = tainted(idle("n1"), "1")
+    del no_value["spec"]["taints"][1]["value"]
+    assert scaledown.tainted_for(no_value, at(10)) == float("inf")
+    n["spec"]["taints"] = ["junk", {"key": "other"}]
+    assert scaledown.tainted_for(n, at(10)) is None
+
+
+def test_a_node_being_deleted_counts_against_the_pool_min():
+    lo = make_pools({"name": "lo", "minNodes": 1, "maxNodes": 3})[0]
+    t = str(int(at(11).timestamp()))
+    nodes = [idle("n1", since=0, pool=lo), idle("n2", since=0, pool=lo)]
+    assert scaledown.scale_down(nodes, [], {}, [lo], at(11), 10, frozenset, 5.0) == ScaleDown(taint=["n1"])
+    nodes = [tainted(idle("n1", since=0, pool=lo), t), idle("n2", since=0, pool=lo)]
+    assert scaledown.scale_down(nodes, [], {}, [lo], at(12), 10, frozenset, 5.0) == ScaleDown()

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from demo.k8s.duration import BadDuration, parse_duration
-from demo.k8s.objects import (annotations, condition, created_at, deleting, format_time, is_true, labels,
+from k8s.duration import BadDuration, parse_duration
+from k8s.objects import (annotations, condition, created_at, deleting, format_time, is_true, labels,
                               meta, name, name_of, owned_by, parse_time, seconds_since, spec, status, transition_time,
                               uid)
 
@@ -73,6 +73,14 @@ WL = {"metadata": {"name": "wl", "namespace": "demo", "labels": {"a": "1"}, "ann
                                 {"type": "Evicted", "status": "False"}]}}
 
 
+def test_now_is_aware_and_in_utc():
+    from k8s.objects import utcnow
+    before = datetime.now(timezone.utc)
+    now = utcnow()
+    assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
+    assert before <= now <= datetime.now(timezone.utc)
+
+
 def test_accessors_read_plain_objects():
     assert meta(WL)["name"] == "wl" and labels(WL) == {"a": "1"} and annotations(WL) == {"b": "2"}
     assert name(WL) == "wl" and uid(WL) == "u" and spec(WL) == {} and status(WL) == WL["status"]
@@ -103,7 +111,7 @@ def _obj(name: str, rv: str, uid: str = "u") -> dict:
 
 
 def test_a_store_is_replaced_whole_after_a_relist_and_keeps_the_newest_version():
-    from demo.k8s.runtime import Store
+    from k8s.runtime import Store
     changes = []
     s = Store(on_change=lambda typ, o: changes.append((typ, o["metadata"]["name"])))
     for typ, o in [("SYNC", _obj("a", "1")), ("SYNC", _obj("b", "2")), ("SYNCED", {})]:
@@ -125,7 +133,7 @@ def test_a_store_is_replaced_whole_after_a_relist_and_keeps_the_newest_version()
 
 
 def test_paths_shown_to_readers_carry_no_home_directory(monkeypatch, tmp_path):
-    from demo.paths import REPO, shown
+    from k8s.paths import REPO, shown
     monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("TAU_DEMO_CACHE", str(tmp_path / "cache"))
     assert shown(REPO / "runs" / "x" / "success.svg") == "runs/x/success.svg"
@@ -148,5 +156,5 @@ def test_poll_returns_at_the_first_empty_answer_or_the_last_complaint_at_the_tim
                                           (21.125, "21.125s"), (59.999, "59.999s"), (60, "1m0s"), (180, "3m0s"),
                                           (121.5, "2m1.5s"), (3600, "1h0m0s"), (3723.25, "1h2m3.25s")])
 def test_go_duration_prints_like_go(seconds, text):
-    from demo.k8s.duration import go_duration
+    from k8s.duration import go_duration
     assert go_duration(seconds) == text

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from demo.k8s import hooks
+from k8s import hooks
 
 
 def test_an_armed_point_pauses_one_of_several_threads_reaching_it_together(tmp_path):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from demo.cluster.kueue_manifests import (ManifestError, demo_settings, manager_config, plan,
+from k8s.manifests import ManifestError
+from demo.cluster.kueue_manifests import (demo_settings, manager_config, install_plan,
                                           release_docs_with_demo_settings)
 
 RECORDED = Path(__file__).parent / "recorded" / "kueue-config-default.yaml"
@@ -29,7 +30,7 @@ def original(kind, name):
 
 
 def test_phase_one_is_the_namespace_first_then_every_crd_in_order():
-    p = plan(DOCS, CA, PORT)
+    p = install_plan(DOCS, CA, PORT)
     assert [(d["kind"], d["metadata"]["name"]) for d in p.phase1] == [("Namespace", "kueue-system")] + [
         ("CustomResourceDefinition", f"{n}.kueue.x-k8s.io") for n in (
             "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
@@ -37,7 +38,7 @@ def test_phase_one_is_the_namespace_first_then_every_crd_in_order():
 
 
 def test_conversion_webhooks_of_crds_reach_kueue_on_loopback_with_the_cluster_ca():
-    crds = by_name(plan(DOCS, CA, PORT).phase1)
+    crds = by_name(install_plan(DOCS, CA, PORT).phase1)
     conv = crds["workloads.kueue.x-k8s.io"]["spec"]["conversion"]
     assert conv == {"strategy": "Webhook", "webhook": {
         "clientConfig": {"url": f"https://127.0.0.1:{PORT}/convert", "caBundle": CA_B64},
@@ -47,7 +48,7 @@ def test_conversion_webhooks_of_crds_reach_kueue_on_loopback_with_the_cluster_ca
 
 
 def test_only_webhooks_for_jobs_and_kueues_own_kinds_are_kept_and_point_at_loopback():
-    p = plan(DOCS, CA, PORT)
+    p = install_plan(DOCS, CA, PORT)
     assert [(h["kind"], [w["name"] for w in h["webhooks"]]) for h in p.webhooks] == [
         ("MutatingWebhookConfiguration", ["mclusterqueue.kb.io", "mjob.kb.io", "mresourceflavor.kb.io", "mworkload.kb.io"]),
         ("ValidatingWebhookConfiguration", ["vclusterqueue.kb.io", "vcohort.kb.io", "vjob.kb.io", "vresourceflavor.kb.io",
@@ -65,13 +66,13 @@ def test_only_webhooks_for_jobs_and_kueues_own_kinds_are_kept_and_point_at_loopb
 
 
 def test_the_upstream_manager_config_is_read_from_its_configmap():
-    cfg = plan(DOCS, CA, PORT).manager_config
+    cfg = install_plan(DOCS, CA, PORT).manager_config
     assert cfg["kind"] == "Configuration" and cfg["webhook"] == {"port": 9443}
     assert cfg["integrations"]["frameworks"][0] == "batch/job"
 
 
 def test_deployments_rbac_services_and_the_visibility_api_are_not_applied():
-    p = plan(DOCS, CA, PORT)
+    p = install_plan(DOCS, CA, PORT)
     kinds = {d["kind"] for d in p.phase1 + p.webhooks}
     assert kinds == {"Namespace", "CustomResourceDefinition", "MutatingWebhookConfiguration",
                      "ValidatingWebhookConfiguration"}
@@ -79,12 +80,12 @@ def test_deployments_rbac_services_and_the_visibility_api_are_not_applied():
 
 def test_the_input_documents_are_not_changed():
     docs = copy.deepcopy(DOCS)
-    plan(docs, CA, PORT)
+    install_plan(docs, CA, PORT)
     assert docs == DOCS
 
 
 def test_empty_documents_are_skipped():
-    p = plan([None, {}] + DOCS, CA, PORT)
+    p = install_plan([None, {}] + DOCS, CA, PORT)
     assert len(p.phase1) == 12
 
 
@@ -101,7 +102,7 @@ def test_a_webhook_without_a_service_path_goes_to_the_root_and_core_rules_are_dr
                          {"name": "both.kb.io", "clientConfig": {},
                           "rules": [{"apiGroups": ["batch", "kueue.x-k8s.io"]}]},
                          {"clientConfig": {}, "rules": [{"apiGroups": ["apps"]}]}]}
-    p = plan(DOCS + [hook], CA, PORT)
+    p = install_plan(DOCS + [hook], CA, PORT)
     extra = p.webhooks[-1]["webhooks"]
     assert [(w["name"], w["clientConfig"]["url"]) for w in extra] == [
         ("nopath.kb.io", f"https://127.0.0.1:{PORT}/"), ("noservice.kb.io", f"https://127.0.0.1:{PORT}/"),
@@ -111,7 +112,7 @@ def test_a_webhook_without_a_service_path_goes_to_the_root_and_core_rules_are_dr
 
 def test_the_namespace_comes_first_wherever_it_is_in_the_input():
     docs = [d for d in DOCS if d["kind"] != "Namespace"] + [d for d in DOCS if d["kind"] == "Namespace"]
-    p = plan(docs, CA, PORT)
+    p = install_plan(docs, CA, PORT)
     assert p.phase1[0]["kind"] == "Namespace" and [d["kind"] for d in p.phase1[1:]] == ["CustomResourceDefinition"] * 11
 
 
@@ -119,7 +120,7 @@ def test_crds_without_spec_or_without_webhook_settings():
     bare = {"kind": "CustomResourceDefinition", "metadata": {"name": "bare.example.com"}}
     convert = {"kind": "CustomResourceDefinition", "metadata": {"name": "convert.example.com"},
                "spec": {"conversion": {"strategy": "Webhook"}}}
-    crds = by_name(plan(DOCS + [bare, convert], CA, PORT).phase1)
+    crds = by_name(install_plan(DOCS + [bare, convert], CA, PORT).phase1)
     assert crds["bare.example.com"] == bare
     assert crds["convert.example.com"]["spec"]["conversion"]["webhook"] == {
         "clientConfig": {"url": f"https://127.0.0.1:{PORT}/", "caBundle": CA_B64}}
@@ -127,27 +128,27 @@ def test_crds_without_spec_or_without_webhook_settings():
 
 def test_a_kind_without_a_rule_is_refused_by_name():
     with pytest.raises(ManifestError, match=r"^unexpected PriorityClass high in Kueue's config/default: no rule for it$"):
-        plan(DOCS + [{"kind": "PriorityClass", "metadata": {"name": "high"}}], CA, PORT)
+        install_plan(DOCS + [{"kind": "PriorityClass", "metadata": {"name": "high"}}], CA, PORT)
     with pytest.raises(ManifestError, match=r"^unexpected PriorityClass \? in Kueue's config/default"):
-        plan(DOCS + [{"kind": "PriorityClass"}], CA, PORT)
+        install_plan(DOCS + [{"kind": "PriorityClass"}], CA, PORT)
 
 
 def test_config_default_without_the_manager_config_or_the_namespace_is_refused():
     no_config = [d for d in DOCS if d["kind"] != "ConfigMap"]
     with pytest.raises(ManifestError, match=r"^Kueue's config/default has no ConfigMap kueue-manager-config$"):
-        plan(no_config, CA, PORT)
+        install_plan(no_config, CA, PORT)
     other_config = copy.deepcopy(DOCS)
     for d in other_config:
         if d["kind"] == "ConfigMap":
             d["metadata"]["name"] = "something-else"
     with pytest.raises(ManifestError, match="has no ConfigMap kueue-manager-config"):
-        plan(other_config, CA, PORT)
+        install_plan(other_config, CA, PORT)
     with pytest.raises(ManifestError, match=r"^Kueue's config/default has no Namespace$"):
-        plan([d for d in DOCS if d["kind"] != "Namespace"], CA, PORT)
+        install_plan([d for d in DOCS if d["kind"] != "Namespace"], CA, PORT)
 
 
 def test_manager_config_for_a_host_process():
-    upstream = plan(DOCS, CA, PORT).manager_config
+    upstream = install_plan(DOCS, CA, PORT).manager_config
     before = copy.deepcopy(upstream)
     cfg = manager_config(upstream, webhook_port=PORT, health_port=18081, cert_dir="/state/kueue/certs")
     assert cfg == {**upstream,
@@ -165,6 +166,10 @@ def test_manager_config_for_a_host_process():
     assert cfg["clientConnection"] == {"qps": 300, "burst": 500}          # the rest stays upstream's
     cfg["clientConnection"]["qps"] = 1                                     # and is a copy
     assert upstream == before
+    served = manager_config(upstream, webhook_port=PORT, health_port=18081, cert_dir="/c", metrics_port=18443)
+    assert served["metrics"] == {"bindAddress": "127.0.0.1:18443"}                   # and nothing else changes
+    assert {**served, "metrics": None} == {**manager_config(upstream, webhook_port=PORT, health_port=18081,
+                                                            cert_dir="/c"), "metrics": None}
 
 
 WAIT = {"timeout": "45s", "blockAdmission": False,

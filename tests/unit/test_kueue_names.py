@@ -155,3 +155,33 @@ def test_an_owner_name_too_long_for_a_workload_name_is_cut_to_leave_room_for_the
     assert names.workload_name_for_job(at_the_limit, "u").startswith("job-" + at_the_limit + "-")
     assert names.workload_name_length_for_job(at_the_limit) == 253
     assert names.workload_name_length_for_job("y" * 244) == 253
+
+
+def warning(shown: str, attempt: int, full: int, shorter: int) -> str:
+    return (f"preflight: WARNING: Kueue v0.19.2 cannot find its own ProvisioningRequest for this Job: "
+            f"<workload>-{shown}-{attempt} would be {full} characters (over 247), so Kueue cuts and hashes it and then "
+            f"deletes and re-creates it without end (kubernetes-sigs/kueue#12542, fixed by #14916); the Job waits "
+            f"until its admission deadline. A Job name {shorter} character(s) shorter avoids it.")
+
+
+def test_the_warning_whole_for_each_looping_check_in_name_order():
+    """A name that loops from the first attempt on says -1; a check name over 24 characters is shown cut (…);
+    the checks are looked at in name order, a check whose names all fit is skipped."""
+    fits, alphabet, exactly_24, exactly_25 = "a-fits", "abcdefghijklmnopqrstuvwxyz", "a" * 24, "b" * 25
+    job = "x" * 300                                           # its Workload's name is 253 characters: every check loops
+    assert check_request_names(job, {exactly_24: 3, alphabet: 1, exactly_25: 2}) == [
+        warning(exactly_24, 1, 253 + 1 + 24 + 1 + 1, 33), warning("abcdefghijklmnopqrstuvwx…", 1, 282, 35),
+        warning("b" * 24 + "…", 1, 281, 34)]
+    short = "job-train-abcde"
+    check = "c" * names.shortest_looping_check(short)         # loops from attempt 1 on
+    assert check_request_names(short, {fits: 3, check: 3, "zz": 0}) == [warning("c" * 24 + "…", 1, 248, 1)]
+
+
+def test_only_the_attempts_the_check_allows_are_looked_at():
+    """One character short of looping at attempt 1..9, the tenth attempt's name (two digits) loops: only a check
+    that allows ten attempts warns; attempts of no retry (0) still make one request."""
+    check = "c" * (names.shortest_looping_check("job-train-abcde") - 1)
+    assert check_request_names("job-train-abcde", {check: 9}) == []
+    assert check_request_names("job-train-abcde", {check: 10}) == [warning("c" * 24 + "…", 10, 248, 1)]
+    looping = "c" * names.shortest_looping_check("job-train-abcde")
+    assert check_request_names("job-train-abcde", {looping: 0}) == [warning("c" * 24 + "…", 1, 248, 1)]

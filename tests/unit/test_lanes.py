@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import k8s_objects as K
-from demo.timeline.lanes import snapshot_states
+from demo.timeline.lanes import (GONE, ObjectLane, deadline_at, decision, lane_for, object_lanes, phase_rows,
+                                  snapshot_states)
 
 
 def states(job=None, workload=None, provreqs=(), pods=(), nodes=(), **kw):
@@ -90,3 +91,241 @@ def test_workload_states():
     evicted = K.workload([{"type": "Evicted", "status": "True"}])
     assert states(workload=evicted)["Workload"] == "evicted: unknown"
     assert states(workload=K.workload([K.cond("Evicted", "False", "Whatever")]))["Workload"] == "pending"
+
+
+# ---------------------------------------------------------------------------- one lane per object
+
+
+
+def objects(snap, seen=None, **kw):
+    return object_lanes(snap["job"], snap["workload"], snap["provreqs"], snap["pods"], snap["nodes"], seen, **kw)
+
+
+PR1 = f"{K.WL_NAME}-{K.CHECK}-1"
+
+
+def test_each_request_node_and_pod_of_the_job_has_its_own_lane():
+    got = objects(K.snap_admitted_pods_pending())
+    unsched = "Unschedulable: 0/3 nodes are available: 3 node(s) had untolerated taint {sku: gpu}."
+    assert got == {
+        "ProvisioningRequest #1": ObjectLane("ProvisioningRequest", PR1, "Provisioned", PR1),
+        f"Node {K.NODE_B}": ObjectLane("Nodes", K.NODE_B, "Ready", "pool gpupool, made for ProvisioningRequest #1"),
+        f"Node {K.NODE_A}": ObjectLane("Nodes", K.NODE_A, "Ready", "pool gpupool, made for ProvisioningRequest #1"),
+        f"Pod {K.JOB_NAME}-0-x0k9q": ObjectLane("Pods", f"{K.JOB_NAME}-0-x0k9q", "pending", unsched),
+        f"Pod {K.JOB_NAME}-1-x1k9q": ObjectLane("Pods", f"{K.JOB_NAME}-1-x1k9q", "pending", unsched),
+    }
+    assert list(got) == ["ProvisioningRequest #1", f"Node {K.NODE_B}", f"Node {K.NODE_A}",
+                         f"Pod {K.JOB_NAME}-0-x0k9q", f"Pod {K.JOB_NAME}-1-x1k9q"]
+
+
+def test_a_node_booting_deleting_and_a_node_of_another_request():
+    snap = K.snap_admitted_pods_pending()
+    booting = K.node(K.NODE_A, K.provreq_uid(1))
+    booting["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
+    booting["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"] = "2025-06-01T10:00:45Z"
+    snap["nodes"] = [booting, K.node(K.NODE_B, K.provreq_uid(1), deleting=True), K.other_node()]
+    got = objects(snap)
+    assert got[f"Node {K.NODE_A}"] == ObjectLane(
+        "Nodes", K.NODE_A, "booting", "pool gpupool, made for ProvisioningRequest #1, VM up at 2025-06-01T10:00:45Z")
+    assert got[f"Node {K.NODE_B}"].state == "deleting"
+    assert f"Node {K.other_node()['metadata']['name']}" not in got
+    del booting["status"]["conditions"]
+    assert objects(snap)[f"Node {K.NODE_A}"].state == "booting"
+    up = K.node(K.NODE_A, K.provreq_uid(1))
+    up["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"] = "2025-06-01T10:00:45Z"
+    snap["nodes"] = [up]
+    assert objects(snap)[f"Node {K.NODE_A}"].detail == "pool gpupool, made for ProvisioningRequest #1"
+
+
+def test_a_node_without_a_request_mark_is_the_jobs_when_its_pods_run_there_or_it_was_made_since():
+    job = K.job(suspend=False)
+    plain = K.node("static-gpu-1")                       # no request uid: the real autoscaler's, or anyone's
+    del plain["metadata"]["labels"]["cluster-autoscaler.kwok.nodegroup/name"]
+    del plain["metadata"]["annotations"]
+    pooled = K.node("kwok-gpupool-abcde")                # a pool's node made after the Job (ts(30) > ts(0))
+    old = K.node("kwok-gpupool-old")
+    old["metadata"]["creationTimestamp"] = "2025-06-01T09:59:59Z"
+    nameless = K.node("kwok-gpupool-nots")
+    del nameless["metadata"]["creationTimestamp"]
+    other = K.other_node()
+    nodes = [plain, pooled, old, nameless, other]
+    got = object_lanes(job, None, [], [], nodes)
+    assert list(got) == ["Node kwok-gpupool-abcde"]
+    assert got["Node kwok-gpupool-abcde"] == ObjectLane("Nodes", "kwok-gpupool-abcde", "Ready", "pool gpupool")
+    assert list(object_lanes(None, None, [], [], nodes)) == []              # no Job: nothing made since
+    assert list(object_lanes(job, None, [], [K.pod(0, "static-gpu-1", "Running")], nodes)) == [
+        "Node static-gpu-1", "Node kwok-gpupool-abcde", f"Pod {K.JOB_NAME}-0-x0k9q"]
+    seen = {"Node kwok-gpupool-old": ObjectLane("Nodes", "kwok-gpupool-old", "Ready", "")}
+    assert list(object_lanes(job, None, [], [], nodes, seen)) == ["Node kwok-gpupool-abcde", "Node kwok-gpupool-old"]
+    assert object_lanes(job, None, [], [], [plain]) == {}
+    assert object_lanes(job, None, [], [], [K.node("x", "uid-of-nobody")]) == {}
+    same_moment = K.node("kwok-gpupool-same")
+    same_moment["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
+    assert list(object_lanes(job, None, [], [], [same_moment])) == ["Node kwok-gpupool-same"]
+
+
+def test_objects_gone_since_the_last_poll_end_their_lanes():
+    first = objects(K.snap_pods_running())
+    later = objects(K.snap_fresh(), first)
+    assert set(later) == set(first)
+    assert all(o.state == GONE and o.detail == "" for o in later.values())
+    assert later[f"Node {K.NODE_A}"] == ObjectLane("Nodes", K.NODE_A, GONE, "")
+    assert objects(K.snap_fresh()) == {}
+
+
+def test_pod_states():
+    pods = [K.pod(0), K.pod(1, K.NODE_A), K.pod(2, K.NODE_A, "Running"), K.pod(3, K.NODE_B, "Succeeded"),
+            K.pod(4, K.NODE_B, "Failed"), deleting(K.pod(5, K.NODE_B, "Running")), K.pod(6, unschedulable="no room")]
+    del pods[0]["status"]["phase"]
+    pods[6]["status"]["conditions"][0]["reason"] = ""
+    got = object_lanes(None, None, [], pods, [])
+    assert [(o.state, o.detail) for o in got.values()] == [
+        ("pending", ""), ("scheduled", f"on {K.NODE_A}"), ("running", f"on {K.NODE_A}"),
+        ("succeeded", f"on {K.NODE_B}"), ("failed", f"on {K.NODE_B}"), ("terminating", f"on {K.NODE_B}"),
+        ("pending", "Unschedulable: no room")]
+    quiet = K.pod(7, unschedulable="x")
+    quiet["status"]["conditions"][0].update({"reason": "WaitingX", "message": ""})
+    scheduled_true = K.pod(8)
+    scheduled_true["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "message": "m"}]
+    assert [o.detail for o in object_lanes(None, None, [], [quiet, scheduled_true], []).values()] == ["WaitingX", ""]
+    nameless = K.pod(9)
+    del nameless["metadata"]["name"]
+    assert list(object_lanes(None, None, [], [nameless], [])) == ["Pod ?"]
+
+
+def test_request_lanes_follow_the_attempts_of_this_workload_only():
+    other = K.provreq(5, wl_name="job-other-1a2b3", wl_uid="uid-of-another-workload")
+    second = K.provreq(2, [K.cond("Accepted", "True", "Accepted"),
+                           K.cond("Provisioned", "False", "CapacityIsNotFound", "no")])
+    second["metadata"]["deletionTimestamp"] = K.ts(50)
+    got = object_lanes(K.job(), K.workload(), [K.provreq(1), second, other], [], [])
+    assert list(got) == ["ProvisioningRequest #1", "ProvisioningRequest #2"]
+    assert got["ProvisioningRequest #1"].state == "created"
+    assert got["ProvisioningRequest #2"].state == "deleting"
+    del second["metadata"]["deletionTimestamp"]
+    assert object_lanes(K.job(), K.workload(), [second], [], [])["ProvisioningRequest #2"].state == \
+        "Accepted · CapacityIsNotFound"
+    assert object_lanes(K.job(), None, [K.provreq(1)], [], []) == {}        # no Workload: no request is its
+    odd = K.provreq(1)
+    odd["metadata"]["name"] = "hand-made"
+    assert list(object_lanes(K.job(), K.workload(), [odd], [], [])) == ["ProvisioningRequest hand-made"]
+    del odd["metadata"]["name"]
+    assert object_lanes(K.job(), K.workload(), [odd], [], [])["ProvisioningRequest ?"].name == "?"
+
+
+def test_nodes_made_for_a_request_that_is_no_longer_listed_stay_followed_once_seen():
+    snap = K.snap_pods_running()
+    first = objects(snap)
+    snap["provreqs"], snap["pods"] = [], []
+    later = objects(snap, first)
+    assert later[f"Node {K.NODE_A}"] == ObjectLane("Nodes", K.NODE_A, "Ready", "pool gpupool")
+    assert objects(snap) == {}
+
+
+def test_requests_of_another_admission_check_and_a_request_without_a_uid():
+    pr = K.provreq(2)
+    pr["metadata"]["name"] = f"{K.WL_NAME}-capacity-check-2"
+    del pr["metadata"]["ownerReferences"]                 # matched by its name alone
+    got = object_lanes(K.job(), K.workload(), [pr], [], [], check_name="capacity-check")
+    assert list(got) == ["ProvisioningRequest #2"]
+    assert object_lanes(K.job(), K.workload(), [pr], [], []) == {}
+    nameless = K.provreq(1)
+    del nameless["metadata"]["uid"]
+    plain = K.node("kwok-gpupool-abcde")                  # no request uid, made after the Job
+    assert object_lanes(K.job(), K.workload(), [nameless], [], [plain])["Node kwok-gpupool-abcde"].detail == \
+        "pool gpupool"
+
+
+def test_a_node_without_a_pool_label_has_no_pool_in_its_detail():
+    n = K.node(K.NODE_A, K.provreq_uid(1))
+    del n["metadata"]["labels"]["cluster-autoscaler.kwok.nodegroup/name"]
+    got = object_lanes(K.job(), K.workload(), [K.provreq(1)], [], [n])
+    assert got[f"Node {K.NODE_A}"].detail == "made for ProvisioningRequest #1"
+    del n["metadata"]["name"]
+    assert "Node ?" in object_lanes(K.job(), K.workload(), [K.provreq(1)], [], [n])
+
+
+# ---------------------------------------------------------------------------- phases, deadline, decision
+
+def test_phase_rows_are_watchs_five_phases_without_counting_seconds():
+    snap = K.snap_admitted_pods_pending()
+    snap["nodes"][0]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    rows, outcome = phase_rows(**snap)
+    assert [r[0] for r in rows] == ["Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running"]
+    assert [r[1] for r in rows] == ["done", "done", "done", "active", "pending"]
+    assert rows[3][2] == "0/2 scheduled: 1 node(s) booting (NotReady until their VMs are up)"
+    assert outcome == "waiting"
+    assert phase_rows(**K.snap_job_complete())[1] == "succeeded"
+    pr = K.provreq(1)
+    pr["metadata"]["name"] = f"{K.WL_NAME}-other-check-1"
+    wl = K.workload(checks=[{"name": "other-check", "state": "Pending", "message": "asked"}],
+                    conditions=[K.cond("QuotaReserved", "True", "QuotaReserved")])
+    rows, _ = phase_rows(K.job(), wl, [pr], [], [], check_name="other-check")
+    assert rows[2] == ["Capacity provisioning", "active", "asked"]
+
+
+def test_the_deadline_is_the_jobs_creation_plus_its_annotation():
+    job = K.job(annotations={"tau-demo.io/admission-deadline": "90s"})
+    assert deadline_at(job) == K.epoch(90)
+    assert deadline_at(K.job()) is None
+    assert deadline_at(None) is None
+    assert deadline_at(K.job(annotations={"tau-demo.io/admission-deadline": "soon"})) is None
+
+
+
+def test_the_committed_decision_and_its_time():
+    assert decision(K.snap_deadline()["workload"]) == ("timed-out", K.epoch(61))
+    wl = K.workload(annotations={"tau-demo.io/admission-decision": "timed-out"})
+    assert decision(wl) == ("timed-out", None)
+    assert decision(K.workload()) is None
+    assert decision(None) is None
+    assert decision(K.workload(annotations={"tau-demo.io/admission-decision": "admitted"})) is None
+
+
+# ---------------------------------------------------------------------------- which lane a log line concerns
+
+def test_a_log_line_concerns_the_lane_of_the_longest_whole_name_it_carries():
+    names = {K.JOB_NAME: "Job", K.WL_NAME: "Workload", PR1: "ProvisioningRequest #1", K.NODE_A: f"Node {K.NODE_A}"}
+    assert lane_for(f"provreq demo/{PR1}: creating {K.NODE_A}", names) == "ProvisioningRequest #1"
+    assert lane_for(f"deadline demo/{K.JOB_NAME}: not admitted yet", names) == "Job"
+    assert lane_for(f'"workload":{{"name":"{K.WL_NAME}"}}', names) == "Workload"
+    assert lane_for(f"scale-down: deleting {K.NODE_A}: unneeded", names) == f"Node {K.NODE_A}"
+    assert lane_for(f"{K.NODE_A}", names) == f"Node {K.NODE_A}"
+    assert lane_for("nothing of ours", names) is None
+    assert lane_for(f"demo/{K.JOB_NAME}x: another job", names) is None          # inside a longer name
+    assert lane_for(f"demo/x{K.JOB_NAME}", names) is None
+    assert lane_for(f"{K.NODE_A}9 ready", names) is None
+    assert lane_for(f"{K.JOB_NAME}.", {"": "Nothing", K.JOB_NAME: "Job"}) == "Job"
+    assert lane_for("anything", {"": "Nothing"}) is None
+    assert lane_for("a.b c", {"a.b": "Dots", "axb": "X"}) == "Dots"            # names are text, not patterns
+    assert lane_for("axb", {"a.b": "Dots"}) is None
+    # two names of one length: the first given wins
+    assert lane_for("aa bb", {"aa": "A", "bb": "B"}) == "A"
+    assert lane_for("aa bbb", {"aa": "A", "bbb": "B"}) == "B"
+    assert lane_for("aaa bb", {"aaa": "A", "bb": "B"}) == "A"
+
+
+def test_a_request_of_another_check_owned_by_the_workload_is_no_attempt_of_ours():
+    """A Workload with two provisioning checks owns the requests of both; only names of this check carry
+    one of its attempt numbers: the other's request is shown by its name."""
+    other = K.provreq(3)
+    other["metadata"]["name"] = f"{K.WL_NAME}-other-check-3"         # owned by the Workload, like ours
+    assert states(workload=K.workload(), provreqs=[other])["ProvisioningRequest"] == \
+        f"{K.WL_NAME}-other-check-3 created"
+    got = object_lanes(K.job(), K.workload(), [other], [], [])
+    assert list(got) == [f"ProvisioningRequest {K.WL_NAME}-other-check-3"]
+    assert got[f"ProvisioningRequest {K.WL_NAME}-other-check-3"].state == "created"
+    n = K.node(K.NODE_A, K.provreq_uid(3))
+    assert object_lanes(K.job(), K.workload(), [other], [], [n])[f"Node {K.NODE_A}"].detail == \
+        f"pool gpupool, made for ProvisioningRequest {K.WL_NAME}-other-check-3"
+
+
+def test_a_request_whose_name_kueue_cut_and_hashed_is_labelled_by_its_name_not_a_guessed_attempt():
+    """Kueue cuts a name over 247 characters and hashes it (kubernetes-sigs/kueue#12542): the request, still owned by
+    the Workload, no longer ends in -<check>-<attempt>, and no attempt number is read from its digits."""
+    cut = K.provreq(1)
+    cut["metadata"]["name"] = f"{K.WL_NAME}-gpu-prov-9f3e2-7"
+    assert states(workload=K.workload(), provreqs=[cut])["ProvisioningRequest"] == f"{K.WL_NAME}-gpu-prov-9f3e2-7 created"
+    lanes = object_lanes(K.job(), K.workload(), [cut], [], [K.node(K.NODE_A, K.provreq_uid(1))])
+    assert f"ProvisioningRequest {K.WL_NAME}-gpu-prov-9f3e2-7" in lanes
+    assert f"made for ProvisioningRequest {K.WL_NAME}-gpu-prov-9f3e2-7" in lanes[f"Node {K.NODE_A}"].detail

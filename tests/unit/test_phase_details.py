@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timezone
 
 import pytest
 
 import k8s_objects as K
-from demo.jobs.phases import (derive, job_finished, job_parallelism, pod_phase, pool_line, provreq_attempt,
-                              quota_summary, workload_provreqs)
+from demo.jobs.phases import derive, pod_phase, pool_line, quota_summary
+from k8s import job as jobs
+from k8s import provreq as provreqs
 
 RESERVED = K.cond("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue gpu-a100", at=5)
 ADMITTED = K.cond("Admitted", "True", "Admitted", "The workload is admitted", at=31)
@@ -50,7 +52,7 @@ def test_requests_of_this_workload_by_owner_or_by_name_in_attempt_order():
     by_name = named(K.provreq(2), owner=False)                                 # not owned, Kueue's name
     tenth = named(K.provreq(10), created=K.ts(5))                               # created before the others
     first = K.provreq(1)
-    assert names(workload_provreqs(wl, [foreign, tenth, by_name, hand_made, first])) == [
+    assert names(provreqs.of_workload(wl, [foreign, tenth, by_name, hand_made, first])) == [
         "hand-made", f"{K.WL_NAME}-gpu-provisioning-1", f"{K.WL_NAME}-gpu-provisioning-2",
         f"{K.WL_NAME}-gpu-provisioning-10"]
 
@@ -59,11 +61,11 @@ def test_a_workload_without_uid_or_name_matches_what_it_can():
     by_owner, by_name = named(K.provreq(1), "hand-made"), named(K.provreq(2), owner=False)
     no_uid = K.workload()
     del no_uid["metadata"]["uid"]
-    assert names(workload_provreqs(no_uid, [by_owner, by_name])) == [f"{K.WL_NAME}-gpu-provisioning-2"]
+    assert names(provreqs.of_workload(no_uid, [by_owner, by_name])) == [f"{K.WL_NAME}-gpu-provisioning-2"]
     no_name = K.workload()
     del no_name["metadata"]["name"]
-    assert names(workload_provreqs(no_name, [by_owner, by_name])) == ["hand-made"]
-    assert names(workload_provreqs(None, [by_name, by_owner])) == ["hand-made", f"{K.WL_NAME}-gpu-provisioning-2"]
+    assert names(provreqs.of_workload(no_name, [by_owner, by_name])) == ["hand-made"]
+    assert names(provreqs.of_workload(None, [by_name, by_owner])) == ["hand-made", f"{K.WL_NAME}-gpu-provisioning-2"]
 
 
 def test_requests_without_attempt_number_are_ordered_by_creation_then_name():
@@ -75,19 +77,19 @@ def test_requests_without_attempt_number_are_ordered_by_creation_then_name():
     e = named(K.provreq(1), created=K.ts(20))
     del e["metadata"]["name"]
     f = named(K.provreq(1), "0-request", created=K.ts(20))
-    assert names(workload_provreqs(K.workload(), [a, b, c, d, e, f])) == ["d-request", "c-request", None, "0-request",
+    assert names(provreqs.of_workload(K.workload(), [a, b, c, d, e, f])) == ["d-request", "c-request", None, "0-request",
                                                                           "a-request", "b-request"]
 
 
 def test_the_check_name_gives_the_attempt_numbers():
     third = named(K.provreq(1), f"{K.WL_NAME}-capacity-3", created=K.ts(1))
     first = named(K.provreq(1), f"{K.WL_NAME}-capacity-1", created=K.ts(50))
-    assert names(workload_provreqs(K.workload(), [third, first], "capacity")) == [
+    assert names(provreqs.of_workload(K.workload(), [third, first], "capacity")) == [
         f"{K.WL_NAME}-capacity-1", f"{K.WL_NAME}-capacity-3"]
-    assert provreq_attempt(third, "capacity") == 3 and provreq_attempt(third) is None
-    assert provreq_attempt({}) is None
-    assert provreq_attempt({"metadata": {"name": "x-gpu-provisioning-7-extra"}}) is None
-    assert provreq_attempt({"metadata": {"name": "x-gpu-provisioning-12"}}) == 12
+    assert provreqs.attempt(third, "capacity") == 3 and provreqs.attempt(third) is None
+    assert provreqs.attempt({}) is None
+    assert provreqs.attempt({"metadata": {"name": "x-gpu-provisioning-7-extra"}}) is None
+    assert provreqs.attempt({"metadata": {"name": "x-gpu-provisioning-12"}}) == 12
 
 
 # ---------------------------------------------------------------------------- small readers
@@ -96,15 +98,15 @@ def test_the_check_name_gives_the_attempt_numbers():
                                      ({"parallelism": 4, "completions": 2}, 2), ({"parallelism": 2, "completions": 5}, 2),
                                      ({"completions": 3}, 1), ({"parallelism": "3"}, 3)])
 def test_job_parallelism(spec, n):
-    assert job_parallelism({"spec": spec}) == n
-    assert job_parallelism(None) == 1
+    assert jobs.parallelism({"spec": spec}) == n
+    assert jobs.parallelism(None) == 1
 
 
 def test_job_finished_reads_complete_and_failed():
-    assert job_finished(K.job(conditions=[K.cond("Complete", "True", "CompletionsReached")])) == "succeeded"
-    assert job_finished(K.job(conditions=[K.cond("Failed", "True", "BackoffLimitExceeded")])) == "failed"
-    assert job_finished(K.job(conditions=[K.cond("Failed", "False", "")])) is None
-    assert job_finished(K.job()) is None
+    assert jobs.outcome(K.job(conditions=[K.cond("Complete", "True", "CompletionsReached")])) == "succeeded"
+    assert jobs.outcome(K.job(conditions=[K.cond("Failed", "True", "BackoffLimitExceeded")])) == "failed"
+    assert jobs.outcome(K.job(conditions=[K.cond("Failed", "False", "")])) is None
+    assert jobs.outcome(K.job()) is None
 
 
 def test_a_pod_without_phase_is_pending_and_the_pool_line_counts_live_nodes():
@@ -259,6 +261,18 @@ def test_retry_under_another_check_name_reads_its_attempt():
         ("active", "retry after attempt 4: not yet")
 
 
+def test_a_request_of_another_check_owned_by_the_workload_is_no_attempt_of_this_one():
+    """A Workload with two provisioning checks owns both checks' requests: for this check, the other's request
+    sorts before its own attempts and gives no attempt number (the check's retryCount does)."""
+    wl = K.workload([RESERVED], K.admission(), [K.check("Retry", "not yet", retryCount=1)])
+    other = named(K.provreq(1), f"{K.WL_NAME}-other-check-5")               # owned, another check's name
+    assert phase("Capacity provisioning", K.job(), wl, [other]) == ("active", "retry after attempt 2: not yet")
+    mine = K.provreq(2)
+    assert names(provreqs.of_workload(wl, [other, mine])) == [f"{K.WL_NAME}-other-check-5", f"{K.WL_NAME}-gpu-provisioning-2"]
+    assert names(provreqs.of_workload(wl, [mine, other])) == [f"{K.WL_NAME}-other-check-5", f"{K.WL_NAME}-gpu-provisioning-2"]
+    assert phase("Capacity provisioning", K.job(), wl, [mine, other]) == ("active", "retry after attempt 2: not yet")
+
+
 def test_capacity_booked_on_the_nodes_the_pods_ran_on_when_the_request_is_gone():
     pods = [K.pod(0, K.NODE_A, "Running"), K.pod(1, "plain-node", "Running")]
     plain = K.node("plain-node")                 # a node no autoscaler made: no request uid, no pool label
@@ -391,3 +405,55 @@ def test_asking_for_a_phase_that_does_not_exist():
     with pytest.raises(KeyError) as e:
         v.phase("Booting")
     assert e.value.args == ("Booting",)
+
+
+# ---------------------------------------------------------------------------- Scheduling while the nodes boot
+
+def booting(name, uid_of_provreq=K.provreq_uid(1), created=None, **kw):
+    """A node the autoscaler made for a request, still booting: NotReady, as its VM is not up yet."""
+    n = K.node(name, uid_of_provreq, **kw)
+    n["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
+    if created is None:
+        del n["metadata"]["creationTimestamp"]
+    else:
+        n["metadata"]["creationTimestamp"] = K.ts(created)
+    return n
+
+
+NOW = datetime(2025, 6, 1, 10, 1, 40, tzinfo=timezone.utc)            # K.ts(100)
+
+
+def test_pods_waiting_for_the_nodes_their_request_is_booting_say_for_how_long():
+    snap = K.snap_admitted_pods_pending()
+    nodes = [booting(K.NODE_A, created=40), booting(K.NODE_B, created=70), booting("no-time"),
+             booting("other-request", "99999999-aaaa-4bbb-8ccc-dddddddddddd", created=10),
+             booting("going", created=10, deleting=True), K.node("ready-one", K.provreq_uid(1))]
+    args = (snap["job"], snap["workload"], snap["provreqs"], snap["pods"], nodes)
+    assert phase("Pod scheduling", *args, now=NOW) == \
+        ("active", "0/2 scheduled: 3 node(s) booting for 60s (NotReady until their VMs are up)")
+    assert phase("Pod scheduling", *args) == ("active", "0/2 scheduled: 3 node(s) booting (NotReady until their VMs are up)")
+    only_untimed = [booting("no-time")]
+    assert phase("Pod scheduling", *args[:4], only_untimed, now=NOW) == \
+        ("active", "0/2 scheduled: 1 node(s) booting (NotReady until their VMs are up)")
+    v = derive(*args, now=NOW)
+    assert (v.outcome, v.reason) == ("waiting", "0/2 scheduled: 3 node(s) booting for 60s (NotReady until their VMs are up)")
+
+
+def test_nodes_of_a_request_not_provisioned_are_not_booting_for_this_job():
+    snap = K.snap_admitted_pods_pending()
+    pending = K.provreq(2, [K.cond("Provisioned", "False", "CapacityIsNotFound", "Capacity is not found")])
+    nodes = [booting(K.NODE_A, K.provreq_uid(2), created=40)]
+    got = phase("Pod scheduling", snap["job"], snap["workload"], [pending], snap["pods"], nodes, now=NOW)
+    assert got[0] == "active" and "booting" not in got[1], got
+    provisioned = [booting(K.NODE_A, K.provreq_uid(1), created=40)]
+    assert phase("Pod scheduling", snap["job"], snap["workload"], snap["provreqs"], snap["pods"], provisioned, now=NOW) == \
+        ("active", "0/2 scheduled: 1 node(s) booting for 60s (NotReady until their VMs are up)")
+
+
+def test_capacity_booked_on_the_real_autoscalers_nodes_by_their_pool_label():
+    """The real Cluster Autoscaler's nodes carry no request uid: the nodes the pods ran on count by their pool."""
+    pods = [K.pod(0, "real-1", "Running"), K.pod(1, "real-2", "Running")]
+    real = [K.node("real-1"), K.node("real-2", pool="a100pool")]
+    snap = K.snap_pods_running()
+    assert phase("Capacity provisioning", snap["job"], snap["workload"], [], pods, real) == \
+        ("done", "capacity booked on 2 node(s) of a100pool, gpupool")

@@ -8,7 +8,7 @@ import pytest
 
 import k8s_objects as K
 from demo.jobs.phases import PHASES, View, derive, pool_line, quota_summary
-from demo.k8s.quantity import parse_quantity_exact as parse_quantity
+from k8s.quantity import parse_quantity_exact as parse_quantity
 
 SUCCESS_SAMPLE = """\
   ✓ Submitted              Job applied (suspended)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from demo.k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
+from fake_ca import planner
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
 from fake_ca.planner import Verdict, plan
 from fake_ca.request import SUPPORTED_CLASSES, PodSet, RequestError, gang_request, pod_requests, request_from_objects
 from fake_ca.scheduling import tolerates
@@ -95,7 +96,7 @@ def pod(node_name, gpus=8, phase="Running", name=None) -> dict:
 
 def test_exact_fit_2x8_on_gpupool_max_2():
     v = plan(request(2), POOLS, [], [])
-    assert (v.fits, v.status_reason, v.pool, v.new_nodes, v.max_nodes, v.pool_size) == \
+    assert (v.fits, v.status_reason, v.pool.name, v.new_nodes, v.max_nodes, v.pool_size) == \
         (True, "CapacityIsProvisioned", "gpupool", 2, 2, 0)
     assert v.new_node_pods == [[0], [1]] and v.nodes_to_create == 2
     assert v.placements == []
@@ -155,7 +156,7 @@ def test_max_exceeded_creates_nothing():
     v = plan(request(3), POOLS, [], [])
     assert (v.fits, v.status_reason) == (False, "CapacityIsNotFound")
     assert v.new_node_pods == [] and v.nodes_to_create == 0 and v.new_node_domains == []
-    assert (v.pool, v.new_nodes, v.max_nodes, v.pool_size) == ("gpupool", 3, 2, 0)
+    assert (v.pool.name, v.new_nodes, v.max_nodes, v.pool_size) == ("gpupool", 3, 2, 0)
     assert v.line(KEY) == ("provreq demo/job-x-gpu-1: gang needs 3 node(s) of gpupool (max 2): does not fit: "
                            "pool gpupool has 0 node(s) and max 2, 3 more needed")
 
@@ -173,15 +174,15 @@ def test_pool_size_counts_existing_nodes_but_not_deleting_ones():
 def test_first_pool_in_file_order_that_is_an_option():
     small, large = {"name": "small", "namePrefix": "s-", "maxNodes": 1}, {"name": "large", "namePrefix": "l-", "maxNodes": 4}
     v = plan(request(2), make_pools(small, large), [], [])
-    assert v.fits and v.pool == "large" and v.max_nodes == 4
+    assert v.fits and v.pool.name == "large" and v.max_nodes == 4
     v = plan(request(1), make_pools(small, large), [], [])
-    assert v.fits and v.pool == "small"
+    assert v.fits and v.pool.name == "small"
 
 
 def test_refusal_names_the_first_pool_that_admits_the_shape():
     other = {"name": "cpu", "namePrefix": "c-", "labels": {"agentpool": "cpupool"}, "maxNodes": 10}
     v = plan(request(3), make_pools(other, {"name": "gpu", "namePrefix": "g-"}), [], [])
-    assert not v.fits and v.pool == "gpu" and v.new_nodes == 3
+    assert not v.fits and v.pool.name == "gpu" and v.new_nodes == 3
     assert v.reason == "pool gpu has 0 node(s) and max 2, 3 more needed"
 
 
@@ -189,13 +190,15 @@ def test_node_selector_mismatch():
     v = plan(request(1, node_selector={"agentpool": "cpupool"}), POOLS, [], [])
     assert not v.fits and v.pool is None
     assert v.reason == ("pod of ppt-job-x-gpu-1-main matches no pool (gpupool: nodeSelector agentpool=cpupool "
-                        "does not match (agentpool=gpupool))")
+                        "does not match (agentpool=gpupool); ondemand: nodeSelector agentpool=cpupool does not match "
+                        "(agentpool=ondemand))")
 
 
 def test_untolerated_taint():
     v = plan(request(1, tolerations=None), POOLS, [], [])
     assert not v.fits
-    assert v.reason == "pod of ppt-job-x-gpu-1-main matches no pool (gpupool: taint sku=gpu:NoSchedule is not tolerated)"
+    assert v.reason == ("pod of ppt-job-x-gpu-1-main matches no pool (gpupool: taint sku=gpu:NoSchedule is not "
+                        "tolerated; ondemand: nodeSelector agentpool=gpupool does not match (agentpool=ondemand))")
 
 
 def test_prefer_no_schedule_taints_do_not_block():
@@ -263,6 +266,24 @@ def test_affinity_match_fields_on_existing_nodes():
     terms = _affinity({"matchFields": [_expr("metadata.name", "In", "n2")]})
     v = plan(request(1, affinity=terms, cls=CHECK_CAPACITY), POOLS, nodes, [])
     assert v.fits and v.placements == [(0, "n2")]
+
+
+@pytest.mark.parametrize("op", ["Exists", "DoesNotExist"])
+def test_a_fresh_node_carries_its_hostname_label_for_affinity(op):
+    """A node the scale-up would create has a name, and so a kubernetes.io/hostname label (as a kubelet
+    registers it), before it exists: a 2 x 8 gang that requires the label fits on fresh nodes, one that
+    forbids it matches no pool."""
+    aff = _affinity({"matchExpressions": [_expr("kubernetes.io/hostname", op)]})
+    v = plan(request(2, affinity=aff), POOLS, [], [])
+    if op == "Exists":
+        assert (v.fits, v.status_reason, v.pool.name, v.new_node_pods) == \
+            (True, "CapacityIsProvisioned", "gpupool", [[0], [1]])
+        assert v.line(KEY) == "provreq demo/job-x-gpu-1: gang needs 2 node(s) of gpupool (max 2): fits"
+    else:
+        assert (v.fits, v.status_reason, v.pool) == (False, "CapacityIsNotFound", None)
+        assert v.line(KEY) == ("provreq demo/job-x-gpu-1: does not fit: pod of ppt-job-x-gpu-1-main matches no pool "
+                               "(gpupool: required node affinity does not match; "
+                               "ondemand: nodeSelector agentpool=gpupool does not match (agentpool=ondemand))")
 
 
 # ---------------------------------------------------------------------------- existing capacity
@@ -343,6 +364,54 @@ def test_a_booked_pod_that_fits_nowhere_books_nothing():
     nodes = [node("n1")]
     huge = request(1, gpus=16, uid="uid-other").expand()
     assert plan(request(1, cls=CHECK_CAPACITY), POOLS, nodes, [], booked=huge).fits
+
+
+def gpus(n: int, name="main", tolerations=TOL, terms=()) -> PodSet:
+    """One booked pod of n GPUs, as the request it came from would expand (the gpupool's selector)."""
+    return PodSet(name, 1, {"nvidia.com/gpu": n * 1000}, dict(SEL), copy.deepcopy(tolerations), list(terms))
+
+
+def free_of(nodes, pods=()):
+    from fake_ca.scheduling import free_capacity
+    return free_capacity(nodes, list(pods))
+
+
+def test_booking_is_first_fit_for_every_shape_on_its_own():
+    """A pod of one shape never fits before the node where the last pod of that shape went (capacity only
+    shrinks), so its search starts there; a pod of another shape starts from the first node again."""
+    nodes = [node("n1"), node("n2"), node("n3")]
+    free = free_of(nodes, [pod("n1", gpus=4)])                   # n1 has 4 GPUs left, n2 and n3 have 8
+    assert planner.reserve([gpus(8), gpus(4), gpus(8), gpus(8), gpus(8)], nodes, free) == ["n2", "n1", "n3"]
+    assert [f["nvidia.com/gpu"] for f in free.values()] == [0, 0, 0]
+
+
+def test_pods_that_differ_only_in_tolerations_or_affinity_are_shapes_of_their_own():
+    tainted = node("n1")                                          # the gpupool's taint: sku=gpu:NoSchedule
+    plain = node("n2", taints=[])
+    untolerating = gpus(4, tolerations=[])
+    only_n2 = gpus(4, terms=[{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}])
+    assert planner.reserve([untolerating, gpus(4)], [tainted, plain], free_of([tainted, plain])) == ["n2", "n1"]
+    assert planner.reserve([only_n2, gpus(4)], [tainted, plain], free_of([tainted, plain])) == ["n2", "n1"]
+
+
+def test_a_booked_pod_is_searched_for_past_nodes_it_does_not_fit():
+    nodes = [node("n1"), node("n2"), node("n3"), node("n4")]
+    free = free_of(nodes, [pod("n1"), pod("n2"), pod("n3")])     # only n4 has room
+    assert planner.reserve([gpus(8)], nodes, free) == ["n4"]
+    free = free_of(nodes, [pod("n1"), pod("n3"), pod("n4")])     # only n2
+    assert planner.reserve([gpus(8)], nodes, free) == ["n2"]
+
+
+def test_a_backed_off_pool_is_no_option_for_a_topology_request_either():
+    topo = {TOPOLOGY_LEVEL_LABEL: "domain"}
+    pools = make_pools({"name": "first", "topology": racks()}, {"name": "second", "topology": racks()})
+    req = request(2, labels=topo)
+    v = plan(req, pools, [], [], backed_off={"first": "node group first is backed off"})
+    assert (v.fits, v.pool.name, v.domain, v.new_node_domains) == (True, "second", "rack-a", ["rack-a", "rack-a"])
+    v = plan(req, pools, [], [], backed_off={"first": "node group first is backed off",
+                                             "second": "node group second is backed off"})
+    assert (v.fits, v.status_reason, v.reason, v.nodes_to_create) == \
+        (False, "CapacityIsNotFound", "node group first is backed off", 0)
 
 
 def test_a_backed_off_pool_is_not_a_scale_up_option():
@@ -554,16 +623,16 @@ def test_pod_requests_like_kubernetes():
 
 
 def test_gang_request():
-    req = gang_request("demo", "preflight", 2, 8, node_selector=SEL, tolerations=TOL)
-    assert req.class_name == BEST_EFFORT_ATOMIC and req.key == "demo/preflight"
+    req = gang_request(2, 8, node_selector=SEL, tolerations=TOL)
+    assert req.class_name == BEST_EFFORT_ATOMIC
     [ps] = req.podsets
     assert (ps.template_name, ps.count, ps.requests["nvidia.com/gpu"], ps.requests["cpu"]) == ("main", 2, 8000, 8000)
-    assert plan(req, POOLS, [], []).line(req.key) == "provreq demo/preflight: gang needs 2 node(s) of gpupool (max 2): fits"
-    assert not plan(gang_request("demo", "p", 3, 8, node_selector=SEL, tolerations=TOL), POOLS, [], []).fits
+    assert plan(req, POOLS, [], []).detail() == "gang needs 2 node(s) of gpupool (max 2): fits"
+    assert not plan(gang_request(3, 8, node_selector=SEL, tolerations=TOL), POOLS, [], []).fits
     with pytest.raises(RequestError):
-        gang_request("demo", "p", 0, 8)
+        gang_request(0, 8)
     with pytest.raises(RequestError):
-        gang_request("demo", "p", 1, 8, cpu="lots")
+        gang_request(1, 8, cpu="lots")
 
 
 def test_verdict_line_without_pool():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from demo.k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
 from fake_ca import planner
 from fake_ca.planner import Verdict, plan
 from fake_ca.pools import node_manifest, parse_pools
@@ -126,12 +126,27 @@ def test_when_each_podset_fits_some_pool_but_no_pool_takes_them_all_every_pool_s
         "(no topology.tau-demo.io/domain label)")
 
 
+def test_a_pool_whose_domains_all_refuse_a_pod_quotes_its_first_domain():
+    """A pod that no domain of a racked pool admits is refused as that pool's first domain would refuse it."""
+    racked = {"name": "racked", "namePrefix": "r-", "topology": racks(a=2, b=2), "maxNodes": 4}
+    rack_c = {"name": "plain", "namePrefix": "p-", "labels": {"agentpool": "gpupool", DOMAIN_LABEL: "rack-c"}}
+    pinned_b = template("ppt-b", node_selector=in_rack("b"))                          # only racked has rack-b
+    pinned_c = template("ppt-c", node_selector={DOMAIN_LABEL: "rack-c", **SEL})     # only plain is in rack-c
+    v = plan(request((pinned_b, 1), (pinned_c, 1)), pools(racked, rack_c), [], [])
+    assert v.reason == (
+        "no pool can take the whole gang: "
+        "racked: pod of ppt-c: nodeSelector topology.tau-demo.io/domain=rack-c does not match "
+        "(topology.tau-demo.io/domain=rack-a); "
+        "plain: pod of ppt-b: nodeSelector topology.tau-demo.io/domain=rack-b does not match "
+        "(topology.tau-demo.io/domain=rack-c)")
+
+
 # ---------------------------------------------------------------------------- new nodes and their domains
 
 def test_a_pool_without_topology_gives_new_nodes_no_domain_and_keeps_existing_placements():
     [p] = pools({"maxNodes": 3})
     v = plan(request((template("ppt-main"), 2)), [p], [node("n1", p)], [])
-    assert v == Verdict(fits=True, status_reason="CapacityIsProvisioned", pool="pool0", new_nodes=1, max_nodes=3,
+    assert v == Verdict(fits=True, status_reason="CapacityIsProvisioned", pool=p, new_nodes=1,
                         pool_size=1, placements=[(0, "n1")], new_node_pods=[[1]], new_node_domains=[None])
     v = plan(request((template("ppt-main"), 2)), [p], [], [])
     assert (v.new_node_pods, v.new_node_domains) == ([[0], [1]], [None, None])
@@ -154,7 +169,7 @@ def test_not_enough_room_in_the_domains_is_a_size_refusal_of_that_pool():
     [p] = pools({"maxNodes": 4, "topology": racks(a=2, b=1)})
     full = [node("a1", p, "rack-a"), node("a2", p, "rack-a")]
     v = plan(request((template("ppt-main"), 2)), [p], full, [busy("a1"), busy("a2")])
-    assert v == Verdict(fits=False, status_reason="CapacityIsNotFound", pool="pool0", new_nodes=2, max_nodes=4,
+    assert v == Verdict(fits=False, status_reason="CapacityIsNotFound", pool=p, new_nodes=2,
                         pool_size=2, reason="the topology domains of pool0 have room for 1 more node(s), 2 needed")
 
 
@@ -184,7 +199,7 @@ def test_a_domain_with_room_in_a_pool_without_room_is_the_pools_size_refusal():
     [p] = pools({"maxNodes": 3, "topology": racks(a=2, b=2)})
     rack_b_full = [node("b1", p, "rack-b"), node("b2", p, "rack-b")]
     v = plan(request((template("ppt-main", labels=TOPO), 2)), [p], rack_b_full, [busy("b1"), busy("b2")])
-    assert v == Verdict(fits=False, status_reason="CapacityIsNotFound", pool="pool0", new_nodes=2, max_nodes=3,
+    assert v == Verdict(fits=False, status_reason="CapacityIsNotFound", pool=p, new_nodes=2,
                         pool_size=2, reason="pool pool0 has 2 node(s) and max 3, 2 more needed")
 
 
@@ -193,7 +208,7 @@ def test_the_domain_closest_to_fitting_is_named():
     # rack-b is empty with room for 2: 2 nodes short.
     [p] = pools({"maxNodes": 10, "topology": racks(a=3, b=2)})
     v = plan(request((template("ppt-main", labels=TOPO), 4)), [p], [node("a1", p, "rack-a"), node("a2", p, "rack-a")], [])
-    assert v == Verdict(fits=False, status_reason="CapacityIsNotFound", pool="pool0", new_nodes=2, max_nodes=10,
+    assert v == Verdict(fits=False, status_reason="CapacityIsNotFound", pool=p, new_nodes=2,
                         pool_size=2, reason="no topology domain of pool0 has room for 2 node(s) (largest room: 1 in rack-a)")
 
 
@@ -245,4 +260,4 @@ def test_one_scale_up_may_add_at_most_max_nodes_per_scaleup(monkeypatch):
     v = plan(request((template("ppt-main"), 3)), [p], [], [])
     assert (v.fits, v.new_nodes) == (True, 3)
     v = plan(request((template("ppt-main"), 4)), [p], [], [])
-    assert (v.fits, v.pool, v.new_nodes, v.reason) == (False, "pool0", 4, "4 nodes exceed the 3 allowed in one scale-up")
+    assert (v.fits, v.pool.name, v.new_nodes, v.reason) == (False, "pool0", 4, "4 nodes exceed the 3 allowed in one scale-up")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import yaml
 
 from fake_ca.pools import (Domain, PoolsError, Taint, load_pools, node_manifest, parse_pools, pools_from_configmap,
                            pools_to_configmap, pools_to_yaml)
@@ -319,3 +320,52 @@ def test_a_node_can_only_be_placed_in_a_domain_of_a_pool_with_topology():
     with pytest.raises(ValueError) as e:
         node_manifest(p, "n1", "rack-a", "u", "demo/x")
     assert str(e.value) == "pool gpupool has no topology; cannot place node n1 in domain rack-a"
+
+
+# ---------------------------------------------------------------------------- boot time
+
+@pytest.mark.parametrize("value, seconds", [(15, 15.0), (0, 0.0), (2.5, 2.5), (24 * 3600, 86400.0)])
+def test_boot_seconds_from_zero_to_a_day(value, seconds):
+    [p] = parse_pools(doc(pool(bootSeconds=value)), SRC)
+    assert p.boot_seconds == seconds and isinstance(p.boot_seconds, float)
+
+
+def test_without_boot_seconds_a_node_boots_at_once():
+    [p] = parse_pools(doc(pool()), SRC)
+    assert p.boot_seconds == 0.0
+
+
+@pytest.mark.parametrize("value", [-1, 24 * 3600 + 1, "15", True, None, [15], "Never"])
+def test_boot_seconds_that_are_no_time_are_refused(value):
+    assert error_of(doc(pool(bootSeconds=value))) == \
+        f"{SRC}: pools[0].bootSeconds: must be a number of seconds from 0 to 86400 or \"never\" (got {value!r})"
+
+
+def test_a_node_for_no_request_and_the_batch_it_came_in():
+    [p] = parse_pools(doc(pool()), SRC)
+    from k8s.keys import BATCH_ANNOTATION, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION
+    ann = node_manifest(p, "n")["metadata"]["annotations"]
+    assert PROVREQ_UID_ANNOTATION not in ann and PROVREQ_ANNOTATION not in ann and BATCH_ANNOTATION not in ann
+    assert node_manifest(p, "n", batch=2)["metadata"]["annotations"][BATCH_ANNOTATION] == "2"
+
+
+def test_a_pool_whose_vms_never_boot_and_its_kwok_provider_template():
+    [p] = parse_pools(doc(pool(bootSeconds="never")), SRC)
+    assert p.boot_seconds == float("inf")
+    assert "bootSeconds: never" in pools_to_yaml([p])
+    assert parse_pools(yaml.safe_load(pools_to_yaml([p])), SRC) == [p]
+    template = node_manifest(p, "t", kwok_provider_template=True)
+    assert template["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"] == "never"
+    [quick] = parse_pools(doc(pool(bootSeconds=15)), SRC)
+    assert "fake-ca.tau-demo.io/boots-at" not in node_manifest(quick, "t", kwok_provider_template=True)["metadata"][
+        "annotations"]
+
+
+def test_a_booting_node_reports_ready_false_as_a_starting_kubelet():
+    [p] = parse_pools(doc(pool()), SRC)
+    n = node_manifest(p, "aks-gpupool-vmss000001", "rack-a", "uid-1", "demo/req", boots_at="2026-01-01T00:00:15Z")
+    assert n["status"]["conditions"] == [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                          "message": "the VM is booting (fake-ca)"}]
+    assert n["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"] == "2026-01-01T00:00:15Z"
+    assert {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"} in n["spec"]["taints"]
+    assert "conditions" not in node_manifest(p, "n", "rack-a", "uid-1", "demo/req")["status"]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from fake_ca import pools as P
+from k8s.keys import BATCH_ANNOTATION
 from fake_ca.pools import (MANAGED_LABEL, POOL_LABEL, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION, Domain,
                            PoolsError, Taint, load_pools, node_manifest, parse_pools, pool_of_node,
                            pools_from_configmap, pools_to_configmap)
@@ -40,7 +41,7 @@ def error_of(d) -> str:
 
 
 def test_repository_pools_file_loads():
-    [pool] = load_pools(POOLS_FILE)
+    pool, ondemand = load_pools(POOLS_FILE)
     assert pool.name == "gpupool" and (pool.min_nodes, pool.max_nodes) == (0, 2)
     assert pool.name_prefix == "aks-gpupool-vmss"
     assert pool.labels["agentpool"] == "gpupool"
@@ -48,6 +49,10 @@ def test_repository_pools_file_loads():
     assert pool.allocatable == {"cpu": "94", "memory": "880Gi", "nvidia.com/gpu": "8", "pods": "110"}
     assert pool.topology_label == "topology.tau-demo.io/domain"
     assert pool.domains == (Domain("rack-a", 2), Domain("rack-b", 2))
+    # beside it, an on-demand CPU pool without taints or topology (the Kueue specs' second flavor)
+    assert (ondemand.name, ondemand.min_nodes, ondemand.max_nodes, ondemand.taints) == ("ondemand", 0, 2, ())
+    assert ondemand.labels["agentpool"] == "ondemand" and "nvidia.com/gpu" not in ondemand.allocatable
+    assert ondemand.topology_label is None and ondemand.boot_seconds == 0
 
 
 def test_topology_is_optional_and_unquoted_numbers_become_strings():
@@ -188,7 +193,7 @@ def test_configmap_errors_name_the_configmap():
 
 
 def test_node_manifest_shape():
-    [pool] = load_pools(POOLS_FILE)
+    pool = load_pools(POOLS_FILE)[0]
     node = node_manifest(pool, "aks-gpupool-vmss000003", "rack-b", "uid-1", "demo/job-x-gpu-1")
     assert node["apiVersion"] == "v1" and node["kind"] == "Node"
     meta = node["metadata"]
@@ -217,13 +222,25 @@ def test_node_manifest_shape():
 
 
 def test_node_manifest_without_domain_has_no_topology_label():
-    [pool] = load_pools(POOLS_FILE)
+    pool = load_pools(POOLS_FILE)[0]
     node = node_manifest(pool, "n1", None, "u", "demo/x")
     assert "topology.tau-demo.io/domain" not in node["metadata"]["labels"]
 
 
+def test_a_node_of_a_scale_up_carries_its_batch_size_and_a_template_no_request():
+    """The batch size lets a restarted fake finish or roll back a scale-up; the planner's template of a node to
+    come (no request yet) carries no request marks."""
+    pool = load_pools(POOLS_FILE)[0]
+    ann = node_manifest(pool, "n1", None, "u", "demo/x", batch=2)["metadata"]["annotations"]
+    assert ann[BATCH_ANNOTATION] == "2" and ann[PROVREQ_UID_ANNOTATION] == "u" and ann[PROVREQ_ANNOTATION] == "demo/x"
+    assert BATCH_ANNOTATION not in node_manifest(pool, "n1", None, "u", "demo/x")["metadata"]["annotations"]
+    assert node_manifest(pool, "aks-gpupool-vmsstemplate")["metadata"]["annotations"] == {
+        "kwok.x-k8s.io/node": "fake", POOL_LABEL: "gpupool"}
+    assert PROVREQ_ANNOTATION not in node_manifest(pool, "n1", None, "u")["metadata"]["annotations"]
+
+
 def test_pool_of_node():
-    [pool] = load_pools(POOLS_FILE)
+    pool = load_pools(POOLS_FILE)[0]
     node = node_manifest(pool, "n1", None, "u", "demo/x")
     assert pool_of_node(node, [pool]) is pool
     assert pool_of_node({"metadata": {"name": "kind-control-plane", "labels": {}}}, [pool]) is None

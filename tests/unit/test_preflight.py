@@ -11,8 +11,8 @@ import yaml
 
 from demo.jobs import kueue_names
 from demo.jobs.preflight import Gang, GangError, PreflightInputs, check_gang, check_profile, decide, gpu_flavors
-from demo.k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
-from demo.paths import POOLS_FILE
+from k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
+from k8s.paths import POOLS_FILE
 from fake_ca.pools import pools_from_configmap
 
 REC = {d["kind"]: d for d in yaml.safe_load_all((Path(__file__).parent / "recorded" / "queue-objects.yaml").read_text())}

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from demo.k8s.quantity import MAX_MILLI, format_milli, format_quantity, parse_quantity, parse_quantity_exact
+from k8s.quantity import MAX_MILLI, format_milli, format_quantity, parse_quantity, parse_quantity_exact
 
 
 @pytest.mark.parametrize("text, milli", [

@@ -12,12 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from demo.k8s.keys import (HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION, KWOK_MIN_COUNT_ANNOTATION,
-                           KWOK_PROVIDER_CONFIG, KWOK_PROVIDER_TEMPLATES, MANAGED_LABEL, NOT_READY_TAINT,
-                           POOL_LABEL)
+from k8s.keys import (HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION, KWOK_MIN_COUNT_ANNOTATION, KWOK_PROVIDER_CONFIG,
+                           KWOK_PROVIDER_TEMPLATES, MANAGED_LABEL, NOT_READY_TAINT, POOL_LABEL)
 from demo.realca import exclusion, provider
-from demo.realca.process import (RealCAError, Settings, ca_args, ca_env, go_duration, kubeconfig_target,
-                                 main_loops_metric)
+from demo.realca.process import RealCAError, Settings, ca_args, ca_env, kubeconfig_target, main_loops_metric
 from demo.toolchain import buildinfo, casource, components, versions
 from demo.toolchain.gobuild import Progress, ToolchainError
 from fake_ca.pools import load_pools, node_manifest, parse_pools
@@ -156,10 +154,6 @@ def test_ca_args_and_env():
     assert env["POD_NAMESPACE"] == "kube-system" and "KWOK_PROVIDER_CONFIGMAP" not in env and env["HOME"] == "/root"
 
 
-def test_go_duration():
-    assert go_duration(10) == "10s" and go_duration(0.5) == "500ms" and go_duration(120) == "120s"
-
-
 def kubeconfig_file(tmp_path, current="a"):
     p = tmp_path / "kc.yaml"
     p.write_text(yaml.safe_dump({
@@ -291,13 +285,13 @@ def test_build_settings_are_parsed_from_the_build_info():
 def built_ca(tmp_path, monkeypatch):
     """A stand-in binary in a private cache; its build info is whatever the test says."""
     monkeypatch.setenv("TAU_DEMO_CACHE", str(tmp_path))
-    c = components.CLUSTER_AUTOSCALER
+    c = components.CLUSTER_AUTOSCALER_BINARY
     c.bin_dir.mkdir(parents=True)
     (c.bin_dir / "cluster-autoscaler").write_bytes(b"not really a binary")
 
     def with_info(tags="kwok", module=versions.CLUSTER_AUTOSCALER_MODULE, stamp: str | None = None):
         info = buildinfo.BuildInfo("go1.26.8", module, module, "(devel)", {}, {"-tags": tags, "-trimpath": "true"})
-        monkeypatch.setattr(buildinfo, "read", lambda path: info)
+        monkeypatch.setattr(buildinfo, "read_build_info", lambda path: info)
         if stamp is not None:
             (c.bin_dir / ("cluster-autoscaler" + components.CA_STAMP_SUFFIX)).write_text(stamp)
         return components.probe_cluster_autoscaler(c, "cluster-autoscaler")
@@ -319,6 +313,6 @@ def test_probe_refuses_a_stale_stamp_a_missing_stamp_and_other_builds(built_ca):
 
 
 def test_real_ca_is_an_extra_component():
-    assert components.CLUSTER_AUTOSCALER not in components.wanted(("kwok",))
-    assert components.CLUSTER_AUTOSCALER in components.wanted(("kwok",), ("cluster-autoscaler",))
-    assert components.CLUSTER_AUTOSCALER.dir.name == f"cluster-autoscaler-{versions.CLUSTER_AUTOSCALER}"
+    assert components.CLUSTER_AUTOSCALER_BINARY not in components.wanted(("kwok",))
+    assert components.CLUSTER_AUTOSCALER_BINARY in components.wanted(("kwok",), ("cluster-autoscaler",))
+    assert components.CLUSTER_AUTOSCALER_BINARY.dir.name == f"cluster-autoscaler-{versions.CLUSTER_AUTOSCALER}"

@@ -10,6 +10,7 @@ import yaml
 
 from demo.deadline import protocol as dl
 from demo.jobs import phases
+from k8s.objects import parse_time
 
 REC = {x["state"]: x for x in yaml.safe_load((Path(__file__).parent / "recorded" / "workloads.yaml").read_text())}
 
@@ -21,7 +22,7 @@ def with_deadline(job, seconds=20):
 
 
 def created(job):
-    return dl.parse_time(job["metadata"]["creationTimestamp"])
+    return parse_time(job["metadata"]["creationTimestamp"])
 
 
 @pytest.mark.parametrize("state", ["pending", "quota-reserved"])

@@ -1,13 +1,24 @@
-"""The recorder's cleanup fact (scenarios/recorder.py), over plain samples: a Job's versions and the polls
-that found no Job."""
+"""The recorder (scenarios/recorder.py) over plain samples and caches filled by hand (no watch runs): its cleanup
+fact (a Job's versions and the samples that found no Job), and what it writes for the live page (object lanes, phases, deadline, decision, the
+apiserver going away, the controllers' log lines)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
+import pytest
+
+import k8s_objects as K
 from demo.jobs.observe import Snapshot
-from demo.k8s.keys import CLEANUP_AFTER_ANNOTATION
-from scenarios.recorder import Recorder
+from demo.timeline import log as event_log
+from demo.timeline.log import EventLog
+from k8s.keys import CLEANUP_AFTER_ANNOTATION
+from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
+from k8s.watch import Event, Watch
+from scenarios import recorder as recorder_mod
+from scenarios.recorder import LogFollower, Recorder, log_sources
 
 DUE = datetime(2026, 11, 29, 12, 0, 10, tzinfo=timezone.utc)
 
@@ -37,3 +48,179 @@ def test_a_deletion_before_the_cleanup_time_is_reported():
 def test_a_job_never_seen_gone_is_not_cleaned_up():
     rec = recorded((-15.0, None), (-14.0, armed_job()), (1.0, armed_job()))
     assert rec.cleaned_up_after_ttl() == (False, "cleanup armed: True, Job deleted: False")
+
+
+# ---------------------------------------------------------------------------- what it writes for the live page
+
+
+
+def snapshot(kw: dict) -> Snapshot:
+    return Snapshot(kw["job"], kw["workload"], kw["provreqs"], kw["pods"], kw["nodes"])
+
+
+@pytest.fixture
+def rec(tmp_path):
+    r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title="T"), K.JOB_NAME, EventLog(tmp_path / "ev.jsonl"))
+    r.path = tmp_path / "ev.jsonl"
+    return r
+
+
+def kinds(path) -> list[str]:
+    return [next(k for k in ("lane", "phases", "deadline", "decision", "cluster", "log", "run", "marker") if k in e)
+            for e in event_log.read(path)]
+
+
+def test_a_sample_writes_object_lanes_phases_deadline_and_decision(rec):
+    rec._write_details(snapshot(K.snap_pods_running()), 100.0)
+    evs = event_log.read(rec.path)
+    lanes = [(e["lane"], e["of"], e["name"], e["state"]) for e in evs if "lane" in e]
+    assert lanes == [("ProvisioningRequest #1", "ProvisioningRequest", f"{K.WL_NAME}-{K.CHECK}-1", "Provisioned"),
+                     (f"Node {K.NODE_B}", "Nodes", K.NODE_B, "Ready"), (f"Node {K.NODE_A}", "Nodes", K.NODE_A, "Ready"),
+                     (f"Pod {K.JOB_NAME}-0-x0k9q", "Pods", f"{K.JOB_NAME}-0-x0k9q", "running"),
+                     (f"Pod {K.JOB_NAME}-1-x1k9q", "Pods", f"{K.JOB_NAME}-1-x1k9q", "running")]
+    phases = next(e for e in evs if "phases" in e)
+    assert (phases["t"], phases["job"], phases["workload"], phases["outcome"]) == (100.0, K.JOB_NAME, K.WL_NAME, "running")
+    assert [r[1] for r in phases["phases"]] == ["done", "done", "done", "done", "active"]
+    assert rec.names[K.WL_NAME] == "Workload" and rec.names[K.NODE_A] == f"Node {K.NODE_A}"
+    assert not any("deadline" in e or "decision" in e for e in evs)
+    rec._write_details(snapshot(K.snap_fresh()), 101.0)       # everything but the Job gone
+    gone = [e["lane"] for e in event_log.read(rec.path) if e.get("state") == "gone"]
+    assert len(gone) == 5
+    rec._write_details(Snapshot(None, None, [], [], []), 102.0)  # the Job gone too: its last phases stand
+    assert [e["t"] for e in event_log.read(rec.path) if "phases" in e] == [100.0, 101.0]
+
+
+def test_a_committed_timeout_writes_the_deadline_and_the_decision_once(rec):
+    snap = snapshot(K.snap_deadline())
+    rec._write_details(snap, 100.0)
+    rec._write_details(snap, 100.2)
+    evs = event_log.read(rec.path)
+    deadline = [e for e in evs if "deadline" in e]
+    decision = [e for e in evs if "decision" in e]
+    assert deadline == [{"t": K.epoch(60), "deadline": K.JOB_NAME, "detail": "admission deadline 60s after submission"}]
+    assert decision == [{"t": K.epoch(61), "decision": "timed-out",
+                         "detail": f"committed on Workload {K.WL_NAME} by the deadline controller"}]
+    wl = snap.workload
+    del wl["metadata"]["annotations"]["tau-demo.io/admission-decision-time"]
+    other = Recorder(rec.ctx, K.JOB_NAME, EventLog(rec.path.with_name("b.jsonl")))
+    other._write_details(snap, 123.0)
+    assert [e["t"] for e in event_log.read(rec.path.with_name("b.jsonl")) if "decision" in e] == [123.0]
+
+
+
+def fill(rec, snap: dict) -> None:
+    """Put a snapshot's objects into the recorder's caches, as its watches' lists would."""
+    for res, objs in ((JOB, [snap["job"]] if snap["job"] else []), (WORKLOAD, [snap["workload"]] if snap["workload"] else []),
+                      (PROVREQ, snap["provreqs"]), (POD, snap["pods"]), (NODE, snap["nodes"])):
+        store = rec.caches[res.plural]
+        for o in objs:
+            store.handle(Event.LISTED, o)
+        store.handle(Event.SYNCED, {})
+
+
+def watches(*errors: str) -> list[Watch]:
+    out = []
+    for e in errors:
+        w = Watch(None, JOB)              # never started: the test sets what its loop would
+        w.last_error = e
+        out.append(w)
+    return out
+
+
+def test_an_apiserver_that_stops_answering_is_written_down_and_back_up(rec):
+    for errors in (("refused", ""), ("refused", "refused"), ("", ""), ("", "x")):
+        rec.watches = watches(*errors)
+        rec._note_cluster()
+    evs = [e for e in event_log.read(rec.path) if "cluster" in e]
+    assert [(e["cluster"], e["detail"]) for e in evs] == [("down", "refused"), ("up", "the apiserver answers again"),
+                                                         ("down", "x")]
+    assert rec.down is True
+
+
+def test_the_first_answer_of_a_healthy_apiserver_writes_no_cluster_event(rec):
+    rec.watches = watches("", "")
+    rec._note_cluster()
+    assert not rec.path.exists() and rec.down is False
+
+
+def test_a_sample_is_the_jobs_objects_from_the_caches(rec):
+    fill(rec, K.snap_pending())
+    rec._sample()
+    assert rec.job_uid == K.JOB_UID and len(rec.samples) == 1
+    snap = rec.samples[0][1]
+    assert snap.job["metadata"]["name"] == K.JOB_NAME and snap.workload["metadata"]["name"] == K.WL_NAME
+    assert "lane" in kinds(rec.path)
+
+
+def test_no_lanes_before_the_job_exists(rec):
+    rec._sample()
+    assert not rec.path.exists() and rec.job_uid is None and len(rec.samples) == 1
+
+
+def test_controllers_log_lines_about_the_jobs_objects_are_written(rec, tmp_path):
+    fake = tmp_path / "fake-ca.log"
+    fake.write_text(f"10:00:00 provreq demo/{K.JOB_NAME}-old: before the recorder started\n")
+    follower = LogFollower(lambda: {fake: "fake-ca"})
+    rec.names[K.NODE_A] = f"Node {K.NODE_A}"
+    with open(fake, "a") as f:
+        f.write(f"10:00:01 provreq demo/job-{K.JOB_NAME}-1f2e3-gpu-provisioning-1: creating {K.NODE_A}\n"
+                "10:00:02 provreq demo/job-other-1: creating x\n\n"
+                f"10:00:03 scale-down: deleting {K.NODE_A}\r\n" + f"10:00:04 {K.JOB_NAME} " + "x" * 3000 + "\n")
+    rec.follower = follower
+    rec._log_lines()
+    got = [(e["source"], e["log"]) for e in event_log.read(rec.path) if "log" in e]
+    assert got[:2] == [("fake-ca", f"10:00:01 provreq demo/job-{K.JOB_NAME}-1f2e3-gpu-provisioning-1: creating {K.NODE_A}"),
+                       ("fake-ca", f"10:00:03 scale-down: deleting {K.NODE_A}")]
+    assert len(got) == 3 and len(got[2][1]) == recorder_mod.LOG_LINE_MAX
+
+
+def test_a_log_file_that_appears_later_is_read_from_its_start(tmp_path, monkeypatch):
+    files: dict = {}
+    follower = LogFollower(lambda: dict(files))
+    late = tmp_path / "deadline-race.log"
+    late.write_text("10:00:00 deadline: caches synced; ready\n")
+    files[late] = "deadline"
+    assert follower.new_lines() == []                          # looked again only after a second
+    monkeypatch.setattr(recorder_mod.time, "monotonic", lambda: 1e12)
+    assert follower.new_lines() == [("deadline", "10:00:00 deadline: caches synced; ready")]
+
+
+def test_log_sources_are_the_controllers_logs_and_the_clusters_kueue(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path))
+    ctl = tmp_path / "controllers"
+    ctl.mkdir()
+    for name in ("fake-ca.log", "deadline-default.log", "deadline-race-committed.log", "fake-ca.pid"):
+        (ctl / name).write_text("")
+    cluster = tmp_path / "clusters" / "tau-test"
+    cluster.mkdir(parents=True)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("")
+    (cluster / "cluster.json").write_text(json.dumps({"name": "tau-test", "backend": "kwok",
+                                                      "kubeconfig": str(kubeconfig)}))
+    expected = {ctl / "deadline-default.log": "deadline", ctl / "deadline-race-committed.log": "deadline",
+                ctl / "fake-ca.log": "fake-ca"}
+    assert log_sources(None) == expected
+    assert log_sources(str(kubeconfig)) == {**expected, cluster / "kueue" / "kueue.log": "kueue"}
+    (cluster / "cluster.json").write_text(json.dumps({"name": "tau-test", "backend": "kind",
+                                                      "kubeconfig": str(kubeconfig)}))
+    assert log_sources(str(kubeconfig)) == expected         # kind: Kueue logs inside the cluster
+    assert log_sources(str(tmp_path / "other")) == expected
+
+
+def test_a_recorder_samples_once_more_when_stopped_and_ends_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder_mod, "log_sources", lambda kubeconfig: {})
+    r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title="Success path"), K.JOB_NAME,
+                 EventLog(tmp_path / "ev.jsonl"), interval=30)
+    fill(r, K.snap_fresh())
+    r._sample()
+    r.caches[JOB.plural].handle(Event.MODIFIED, K.snap_job_complete()["job"])
+    r.__exit__(None, None, None)           # the watches never ran; the stop still samples and ends the run
+    evs = event_log.read(tmp_path / "ev.jsonl")
+    assert evs[-1]["run"] == "end" and len(r.samples) == 2
+    assert [e["state"] for e in evs if e.get("lane") == "Job"] == ["suspended", "succeeded"]
+
+
+def test_a_recorder_without_a_log_does_not_sample_at_the_stop():
+    r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title=""), "j", None, interval=30)
+    r.__exit__(None, None, None)
+    assert r.samples == []

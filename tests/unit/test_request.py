@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from demo.k8s.quantity import MAX_MILLI
+from k8s.quantity import MAX_MILLI
 from fake_ca.request import PodSet, Request, RequestError, gang_request, pod_requests, request_from_objects
 
 TPL = "ppt-job-x-gpu-1-main"
@@ -315,11 +315,11 @@ def test_overhead_is_added():
 # ---------------------------------------------------------------------------- synthetic gangs
 
 def test_gang_request_is_one_podset_of_identical_pods():
-    req = gang_request("demo", "preflight", 2, 8, node_selector=SEL, tolerations=TOL)
-    assert req == Request("demo", "preflight", "", "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+    req = gang_request(2, 8, node_selector=SEL, tolerations=TOL)
+    assert req == Request("", "", "", "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
                           [PodSet("main", 2, {"cpu": 8000, "memory": 64 * GI, "nvidia.com/gpu": 8000}, SEL, TOL, [], False)],
                           {})
-    assert gang_request("demo", "cpu-only", 1, 0, cpu="500m", memory="1Gi").podsets[0].requests == \
+    assert gang_request(1, 0, cpu="500m", memory="1Gi").podsets[0].requests == \
         {"cpu": 500, "memory": GI}
 
 
@@ -342,5 +342,23 @@ def test_gang_request_refuses_bad_shapes(kwargs, message):
     args = {"count": 2, "gpus_per_pod": 8}
     args.update(kwargs)
     with pytest.raises(RequestError) as e:
-        gang_request("demo", "p", **args)
+        gang_request(**args)
     assert (e.value.reason, e.value.message) == ("FailedToCreatePods", message)
+
+
+def test_the_requests_the_autoscaler_handles():
+    from fake_ca.request import supported
+
+    def req(cls, params=None):
+        spec = {"provisioningClassName": cls}
+        if params is not None:
+            spec["parameters"] = params
+        return {"spec": spec}
+    assert supported(req("best-effort-atomic-scale-up.autoscaling.x-k8s.io"))
+    assert supported(req("best-effort-atomic-scale-up.autoscaling.x-k8s.io", {"processorInstance": "x"}))
+    assert supported(req("check-capacity.autoscaling.x-k8s.io"))
+    assert supported(req("check-capacity.autoscaling.x-k8s.io", {"processorInstance": ""}))
+    assert supported(req("check-capacity.autoscaling.x-k8s.io", "junk"))
+    assert not supported(req("check-capacity.autoscaling.x-k8s.io", {"processorInstance": "other"}))
+    assert not supported(req("queued-provisioning.gke.io"))
+    assert not supported({"spec": "junk"}) and not supported({}) and not supported(None)

@@ -1,4 +1,4 @@
-"""The controller runtime (demo.k8s.runtime) without a cluster: the work queue's rules, the indexed
+"""The controller runtime (k8s.runtime) without a cluster: the work queue's rules, the indexed
 informer cache, and run_loop's workers."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from demo.k8s.runtime import Store, WorkQueue, run_loop
+from k8s.runtime import Store, WorkQueue, run_loop
 
 STOP = threading.Event()          # never set: get() returns as soon as a key is ready
 

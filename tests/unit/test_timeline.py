@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -288,3 +289,158 @@ def test_write_png_without_converter_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(timeline.UnsupportedOutput, match="only SVG"):
         timeline.write(tmp_path / "ev.jsonl", tmp_path / "timeline.png", "t")
     assert not (tmp_path / "timeline.png").exists()
+
+
+# ------------------------------------------------------------------------------ what the live page reads
+
+def test_object_lanes_carry_their_summary_lane_and_name(tmp_path):
+    log = EventLog(tmp_path / "ev.jsonl")
+    assert log.record("Node n1", "booting", "pool gpupool", t=1.0, of="Nodes", name="n1") is True
+    assert log.record("Node n1", "booting", t=2.0, of="Nodes", name="n1") is False
+    log.record("Node n2", "Ready", t=3.0, of="Nodes")
+    assert lines(tmp_path / "ev.jsonl") == [
+        {"t": 1.0, "lane": "Node n1", "state": "booting", "detail": "pool gpupool", "of": "Nodes", "name": "n1"},
+        {"t": 3.0, "lane": "Node n2", "state": "Ready", "detail": "", "of": "Nodes", "name": ""}]
+
+
+def test_notes_are_written_once_per_change_and_remembered_across_a_reopen(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    log = EventLog(path)
+    rows = [["Submitted", "done", "Job applied"]]
+    assert log.note("phases", rows, t=1.0, job="j", outcome="waiting") is True
+    assert log.note("phases", [list(r) for r in rows], t=2.0, job="j", outcome="other") is False
+    assert log.note("cluster", "down", t=3.0, detail="refused") is True
+    assert log.note("cluster", "down", t=3.5, detail="refused again") is False
+    assert log.note("cluster", "up", t=4.0) is True
+    assert log.note("deadline", "j", t=20.0) is True
+    assert log.note("deadline", "j", t=20.0) is False
+    assert log.note("deadline", "j", t=25.0) is True            # the annotation changed: a new deadline
+    log.log_line("fake-ca", "a line", t=5.0)
+    log.log_line("fake-ca", "a line", t=5.0)
+    log.run("start", "j", t=0.5, title="Success")
+    log.run("end", "j", t=9.0)
+    assert lines(path) == [
+        {"t": 1.0, "phases": rows, "job": "j", "outcome": "waiting"},
+        {"t": 3.0, "cluster": "down", "detail": "refused"},
+        {"t": 4.0, "cluster": "up"},
+        {"t": 20.0, "deadline": "j"}, {"t": 25.0, "deadline": "j"},
+        {"t": 5.0, "log": "a line", "source": "fake-ca"}, {"t": 5.0, "log": "a line", "source": "fake-ca"},
+        {"t": 0.5, "run": "start", "job": "j", "title": "Success"}, {"t": 9.0, "run": "end", "job": "j"}]
+    again = EventLog(path)
+    assert again.note("phases", rows, t=10.0) is False
+    assert again.note("cluster", "up", t=10.0) is False
+    assert again.note("deadline", "j", t=25.0) is False
+    assert again.note("decision", "timed-out", t=30.0) is True
+    assert again.note("decision", "timed-out", t=30.0) is False
+
+
+@pytest.mark.parametrize("line, why", [
+    ('{"t": 1, "lane": "Node a", "state": "x", "of": "Nodes"}', '"of" and "name" must be strings'),
+    ('{"t": 1, "lane": "Node a", "state": "x", "of": "", "name": "a"}', '"of" and "name" must be strings'),
+    ('{"t": 1, "lane": "Node a", "state": "x", "of": 3, "name": "a"}', '"of" and "name" must be strings'),
+    ('{"t": 1, "phases": []}', '"phases" is not a non-empty list'),
+    ('{"t": 1, "phases": "done"}', '"phases" is not a non-empty list'),
+    ('{"t": 1, "phases": [["a", "b"]]}', "is not [name, state, detail]"),
+    ('{"t": 1, "phases": [["a", "b", 3]]}', "is not [name, state, detail]"),
+    ('{"t": 1, "phases": ["abc"]}', "is not [name, state, detail]"),
+    ('{"t": 1, "log": "x"}', 'a log line needs "log" and "source" strings'),
+    ('{"t": 1, "log": 3, "source": "kueue"}', 'a log line needs "log" and "source" strings'),
+    ('{"t": 1, "cluster": "sideways"}', '"cluster" is not one of down, up'),
+    ('{"t": 1, "run": "paused"}', '"run" is not one of start, end'),
+    ('{"t": 1, "deadline": 20}', '"deadline" is not a string'),
+    ('{"t": 1, "decision": null}', '"decision" is not a string'),
+    ('{"t": 1, "other": "x"}', "neither a lane state"),
+])
+def test_every_kind_of_event_is_checked(tmp_path, line, why):
+    path = tmp_path / "ev.jsonl"
+    path.write_text(f'{{"t": 0, "marker": "a"}}\n{line}\n{{"t": 2, "marker": "b"}}\n')
+    with pytest.raises(ValueError, match=":2: not an event: .*" + re.escape(why)):
+        events.read(path)
+
+
+def test_every_kind_of_event_reads_back(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    good = [{"t": 1, "lane": "Node a", "state": "x", "of": "Nodes", "name": "a"},
+            {"t": 1, "phases": [["a", "b", "c"]]}, {"t": 1, "log": "x", "source": "kueue"},
+            {"t": 1, "cluster": "down"}, {"t": 1, "cluster": "up"}, {"t": 1, "run": "start"}, {"t": 1, "run": "end"},
+            {"t": 1, "deadline": "j"}, {"t": 1, "decision": "timed-out"}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in good))
+    assert events.read(path) == good
+
+
+def test_the_svg_draws_only_summary_lanes_and_markers():
+    extra = [{"t": 1003.0, "lane": "Node n1", "state": "booting", "detail": "", "of": "Nodes", "name": "n1"},
+             {"t": 1200.0, "deadline": "j"}, {"t": 900.0, "run": "start", "job": "j"},
+             {"t": 1003.0, "phases": [["a", "b", "c"]]}, {"t": 1004.0, "log": "x", "source": "kueue"},
+             {"t": 1005.0, "cluster": "down"}, {"t": 1300.0, "decision": "timed-out"}]
+    assert timeline.render_svg(EVENTS + extra, "t") == timeline.render_svg(EVENTS, "t")
+
+
+def test_booting_and_scheduled_are_waiting_colours():
+    assert timeline.color_for("booting") == timeline.color_for("scheduled") == timeline.COLORS["amber"]
+
+
+# ------------------------------------------------------------------------------ following a log being written
+
+def test_lines_follow_a_growing_file_and_wait_for_a_line_to_end(tmp_path):
+    path = tmp_path / "x.log"
+    lines_ = events.Lines(path)
+    assert lines_.new() == ([], False)                        # not there yet
+    path.write_bytes(b"one\ntw")
+    assert lines_.new() == ([b"one"], False)
+    assert lines_.new() == ([], False)
+    with open(path, "ab") as f:
+        f.write(b"o\nthree\n")
+    assert lines_.new() == ([b"two", b"three"], False)
+    assert lines_.number == 3
+
+
+def test_lines_from_the_end_skip_what_was_there_and_a_replaced_file_is_read_from_its_start(tmp_path):
+    path = tmp_path / "x.log"
+    path.write_bytes(b"old\n")
+    lines_ = events.Lines(path, from_end=True)
+    assert lines_.new() == ([], False)
+    with open(path, "ab") as f:
+        f.write(b"new\n")
+    assert lines_.new() == ([b"new"], False)
+    path.unlink()
+    path.write_bytes(b"fresh\n")                              # a restarted controller's new log
+    assert lines_.new() == ([b"fresh"], True)
+    path.write_bytes(b"")                                     # truncated
+    assert lines_.new() == ([], True)
+    path.write_bytes(b"again\n")
+    assert lines_.new() == ([b"again"], False)
+
+
+def test_tail_returns_new_events_and_reports_bad_lines_without_stopping(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    tail = events.Tail(path)
+    assert tail.read_new() == ([], [], False)
+    path.write_text('{"t": 1, "marker": "a"}\nnot json\n\n{"t": 2}\n{"t": 3, "marker": "b"}\n{"t": 4, "mar')
+    got, problems, reset = tail.read_new()
+    assert got == [{"t": 1, "marker": "a"}, {"t": 3, "marker": "b"}] and reset is False
+    assert len(problems) == 2
+    assert problems[0].startswith(f"{path}:2: not a JSON line: Expecting value")
+    assert problems[1].startswith(f"{path}:4: not an event: neither a lane state")
+    with open(path, "a") as f:
+        f.write('ker": "c"}\nnope\n')
+    got, problems, _ = tail.read_new()
+    assert got == [{"t": 4, "marker": "c"}]
+    assert len(problems) == 1 and problems[0].startswith(f"{path}:7: not a JSON line: ")
+    path.write_text('{"t": 9, "marker": "z"}\n')
+    assert tail.read_new() == ([{"t": 9, "marker": "z"}], [], True)
+
+
+def test_tail_reports_bytes_that_are_not_utf8(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    path.write_bytes(b'\xff\xfe\n{"t": 1, "marker": "a"}\n')
+    got, problems, _ = events.Tail(path).read_new()
+    assert got == [{"t": 1, "marker": "a"}]
+    assert problems[0].startswith(f"{path}:1: not a JSON line: ")
+
+
+def test_lines_from_the_end_of_a_file_that_does_not_exist_yet_read_it_from_its_start(tmp_path):
+    path = tmp_path / "x.log"
+    lines_ = events.Lines(path, from_end=True)
+    path.write_bytes(b"first\n")
+    assert lines_.new() == ([b"first"], False)

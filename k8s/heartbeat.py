@@ -1,0 +1,58 @@
+"""Controllers announce themselves with a Lease in tau-demo-system, renewed every few seconds.
+
+scenario.sh reads it to know whether a controller already runs (in another terminal, say)
+before starting its own, so one terminal is enough and two work too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from datetime import datetime, timezone
+
+from .client import Kube
+from .errors import ApiError, Unreachable
+from .keys import SYSTEM_NAMESPACE as NAMESPACE
+from .objects import format_time, parse_time
+from .resources import LEASE
+
+log = logging.getLogger(__name__)
+
+
+def beat(k: Kube, name: str, identity: str, interval: float) -> None:
+    body = LEASE.new(name, NAMESPACE, spec={"holderIdentity": identity, "leaseDurationSeconds": max(int(interval * 3), 3),
+                                            "renewTime": format_time(datetime.now(timezone.utc), micro=True)})
+    k.apply(LEASE, body, field_manager=name)
+
+
+def start(k: Kube, name: str, stop: threading.Event, interval: float = 2.0) -> threading.Thread:
+    identity = f"{socket.gethostname()}/{os.getpid()}"
+
+    def loop():
+        while not stop.is_set():
+            try:
+                beat(k, name, identity, interval)
+            except (ApiError, Unreachable) as e:
+                log.debug("heartbeat %s: %s", name, e)
+            stop.wait(interval)
+        try:   # a clean stop gives the Lease up at once
+            k.delete(LEASE, name, NAMESPACE)
+        except (ApiError, Unreachable):
+            pass
+    t = threading.Thread(target=loop, name=f"heartbeat-{name}", daemon=True)
+    t.start()
+    return t
+
+
+def alive(k: Kube, name: str) -> bool:
+    """True if a controller renewed its Lease within its lease duration."""
+    lease = k.get_or_none(LEASE, name, NAMESPACE)
+    if not lease:
+        return False
+    spec = lease.get("spec") or {}
+    renewed = parse_time(spec.get("renewTime"))
+    if renewed is None:
+        return False
+    return (datetime.now(timezone.utc) - renewed).total_seconds() < spec.get("leaseDurationSeconds", 6)

@@ -1,0 +1,53 @@
+"""A run of the group kueue-specs under one autoscaler: its scenarios in the catalogue's order, then the pools
+drained; the SpecResults by spec number.  `tau-demo kueue-specs` runs it under the fake, then under the real
+Cluster Autoscaler (never both at once), and writes docs/kueue-specs.md; the cluster tests run it too."""
+
+from __future__ import annotations
+
+from demo.toolchain import versions
+
+from .. import catalogue, runner
+from ..harness import Context, ScenarioFailed
+from .table import Entry, SpecResult
+
+GROUP = "kueue-specs"
+# The real CA at a demo timescale, by its own flags: a loop a second, CapacityIsNotFound retried after 5s
+# (upstream 1m, doubling to 10m), a node found unremovable (a booked one) looked at again after 20s (upstream
+# 5m); the rest as `tau-demo real-ca` sets it (demo/realca/process.py).
+REAL_CA_ARGS = ("--scan-interval", "1s", "--", "--provisioning-request-initial-backoff-time=5s",
+                "--provisioning-request-max-backoff-time=20s", "--unremovable-node-recheck-timeout=20s")
+DRAIN_TIMEOUT = 180.0      # the real CA: 20s unneeded, and no scale-down within 20s of a scale-up
+
+
+def entries() -> list[Entry]:
+    return [Entry(s.name, s.spec, s.needs_fake) for s in catalogue.scenarios() if s.group == GROUP and s.spec]
+
+
+def names(only: tuple[int, ...] | list[int] = ()) -> list[str]:
+    """The group's scenarios (of the specs numbered `only`, if given), in the catalogue's order."""
+    return [e.scenario for e in entries() if not only or e.spec.number in only]
+
+
+def settings(autoscaler: str) -> str:
+    if autoscaler == "real":
+        return (f"real: cluster-autoscaler {versions.CLUSTER_AUTOSCALER} (kwok provider) via `tau-demo real-ca "
+                f"{' '.join(REAL_CA_ARGS)}` (other flags in demo/realca/process.py)")
+    return "fake: `tau-demo fake-ca` (its defaults; each spec's faults are request parameters, shown in its row)"
+
+
+def configure(ctx: Context) -> None:
+    """The autoscaler's settings for the specs (ctx.extra_args), before the runner starts it."""
+    if ctx.autoscaler == "real":
+        ctx.extra_args.setdefault("real-ca", list(REAL_CA_ARGS))
+
+
+def run(ctx: Context, only: tuple[int, ...] | list[int] = ()) -> tuple[list, dict[int, SpecResult]]:
+    """Run the specs on ctx, whose autoscaler runs; wait for the pools to drain.  (the runner's summary, the
+    SpecResults by spec number)."""
+    ctx.spec_results.clear()
+    summary = runner.run_scenarios(ctx, names(only))
+    try:
+        ctx.wait_pool_empty(DRAIN_TIMEOUT)
+    except ScenarioFailed as e:
+        ctx.say(f"  the pools did not drain: {e}")
+    return summary, {r.number: r for r in ctx.spec_results}

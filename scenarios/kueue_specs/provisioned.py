@@ -1,0 +1,213 @@
+"""Kueue's provisioning specs about a request's life around admission: deleted when its Workload is evicted,
+Pending with the autoscaler's message then Ready with the pod annotations, deleted when the Workload finishes,
+BookingExpired ignored once admitted, and an admitted Workload that keeps running when its request is deleted.
+
+Spec 4, "Should delete provisioning requests when workload is evicted" (provisioning_test.go:284): upstream
+writes Evicted=True/Preempted by hand.  Here Kueue evicts for real: a higher-priority Job preempts one that holds
+quota and waits for capacity (check-capacity, a 16-GPU pod: CapacityIsNotFound).
+
+Spec 5, "Should set the condition ready when the provision succeed" (provisioning_test.go:311): upstream writes
+Accepted, then Provisioned=False with an ETA message, then Provisioned=True.  Here the pool is full (a 2 x 8-GPU
+Job runs on both of its nodes): the autoscaler answers a third 8-GPU Job Accepted and Provisioned=False/
+CapacityIsNotFound ("Capacity is not found, CA will try to find it later."), which Kueue shows as the check's
+message; when the first Job is done, the autoscaler's retry finds the capacity (Provisioned=True) and Kueue sets
+the check Ready with the two pod annotations.
+
+Spec 9, "Should delete the ProvisioningRequest when workload is Finished" (provisioning_test.go:533): upstream
+finishes the Workload by hand; here the Job runs on the provisioned node and completes.
+
+Spec 10, "Should ignore the change if Workload is Admitted and the ProvisioningRequest's condition is set to
+BookingExpired" (provisioning_test.go:581): the fake ends the booking 3s after provisioning
+(fakeCABookingSeconds=3), while the Job runs.  The real autoscaler books for 10 minutes, hardcoded.
+
+Spec 12, "Should let a running workload to continue after the provisioning request deleted"
+(provisioning_test.go:722): upstream deletes the request by hand.  Here the autoscaler deletes it, as the real
+one's DeleteOldProvReqs does 7 days after Provisioned=True, 3s after (fakeCATTLSeconds=3).
+"""
+
+from __future__ import annotations
+
+import time
+
+from k8s import workload as workloads
+from k8s.keys import (BOOKING_EXPIRED, CHECK_CAPACITY, CONSUME_PROVREQ_ANNOTATION, EVICTED,
+                      EVICTED_BY_PREEMPTION, FINISHED, PARAM_BOOKING_SECONDS, PARAM_TTL_SECONDS, PROVISIONED,
+                      PROVREQ_CLASS_ANNOTATION, ACCEPTED, BEST_EFFORT_ATOMIC, CheckState)
+from k8s.objects import condition, is_true
+
+from ..harness import Context
+from ..record import Scenario, Spec
+from .kit import SpecEnv, check_entry, eventually, fast_boot, reason_of
+
+WINDOW = 4.0               # seconds a state is watched for after the change that must not move it
+LOW, HIGH = 100, 1000      # WorkloadPriorityClass values
+
+SPEC_4 = Spec(4, 284, "Should delete provisioning requests when workload is evicted",
+              "delete the Workload's request when it is evicted",
+              "no condition drives it: Kueue's own preemption evicts the Workload (a higher-priority Job); the request is check-capacity, "
+              "answered CapacityIsNotFound",
+              real="the same; the real CA answers CapacityIsNotFound")
+SPEC_5 = Spec(5, 311, "Should set the condition ready when the provision succeed",
+              "keep the check Pending with the request's Provisioned message, then set it Ready with the pod "
+              "annotations consume-provisioning-request and provisioning-class-name (podSetUpdates)",
+              "Accepted, Provisioned=False/CapacityIsNotFound (the pool is full), then Provisioned=True/CapacityIsFound "
+              "at the retry after capacity is freed: the fake (retry after 5s)",
+              real="the same, by the real CA (--provisioning-request-initial-backoff-time 5s)")
+SPEC_9 = Spec(9, 533, "Should delete the ProvisioningRequest when workload is Finished",
+              "delete the request when the Workload finishes; the Workload stays active, the check Ready, no "
+              "deactivation counted",
+              "Provisioned=True, then the Job completes (Finished=True by Kueue's job reconciler)",
+              real="the same, Provisioned=True/CapacityIsProvisioned by the real CA")
+SPEC_10 = Spec(10, 581, "Should ignore the change if Workload is Admitted and the ProvisioningRequest's condition is "
+                        "set to BookingExpired",
+               "keep an admitted Workload admitted and its check Ready when the booking expires",
+               "BookingExpired=True 3s after Provisioned=True, the Job running: the fake (fakeCABookingSeconds=3)")
+SPEC_12 = Spec(12, 722, "Should let a running workload to continue after the provisioning request deleted",
+               "keep the check Ready and the Workload admitted and running after its request is deleted, and make "
+               "no new one",
+               "the request deleted 3s after Provisioned=True by the fake's DeleteOldProvReqs (fakeCATTLSeconds=3)")
+
+
+def deleted_on_eviction(ctx: Context) -> None:
+    """Kueue v0.19.2 spec 4, "Should delete provisioning requests when workload is evicted"
+    (provisioning_test.go:284)."""
+    with SpecEnv(ctx, SPEC_4) as env:
+        env.objs.priority_class(f"{env.name}-low", LOW)
+        env.objs.priority_class(f"{env.name}-high", HIGH)
+        env.standard(cls=CHECK_CAPACITY, gpus="16", preemption={"withinClusterQueue": "LowerPriority"})
+        ctx.step("A low-priority Job of one 16-GPU pod gets the quota and a request (no node holds it)")
+        low = env.job("low", gpus=16, priority=f"{env.name}-low")
+        wl, name = low.workload, low.request
+        env.wait_request(name, lambda p: condition(p, PROVISIONED), 60, "the autoscaler's answer")
+        env.driven(name, PROVISIONED)
+        ctx.step("A high-priority Job needs the same quota: Kueue preempts the first")
+        env.job("high", gpus=16, priority=f"{env.name}-high")
+        got = env.wait_for(wl, lambda w: workloads.evicted(w), 30, "the eviction")
+        evicted_at = env.ever(wl, workloads.evicted)
+        ctx.check(workloads.evicted_for(got, EVICTED_BY_PREEMPTION), f"Evicted={reason_of(got, EVICTED)}")
+        gone = eventually(lambda: env.deleted(name), 30)
+        ctx.check(gone is not None and gone >= evicted_at, f"request {name} deleted "
+                  + (f"{gone - evicted_at:.2f}s after the eviction" if gone else "(not within 30s)"))
+
+
+def provisioned_ready(ctx: Context) -> None:
+    """Kueue v0.19.2 spec 5, "Should set the condition ready when the provision succeed"
+    (provisioning_test.go:311)."""
+    with SpecEnv(ctx, SPEC_5) as env:
+        check = env.standard(cls=BEST_EFFORT_ATOMIC)
+        ctx.step("A 2 x 8-GPU Job fills both nodes of the pool (its maximum) for 8s")
+        blocker = env.job("full", pods=2, gpus=8, duration="8s", params=fast_boot(ctx))
+        env.wait_for(blocker.workload, workloads.admitted, 90, "the first Job to be admitted")
+        ctx.wait(lambda: len(env.scheduled_pods(blocker.job)) == 2, 60, "the first Job's pods on the pool's nodes")
+        ctx.step("A 1 x 8-GPU Job: the autoscaler finds no capacity and says so; Kueue shows its message")
+        waiting = env.job("wait", gpus=8, params=fast_boot(ctx))
+        wl, name = waiting.workload, waiting.request
+        pending = env.wait_request(name, lambda p: (condition(p, PROVISIONED) or {}).get("status") == "False", 60,
+                                   "Provisioned=False")
+        env.driven(name, ACCEPTED)
+        env.driven(name, PROVISIONED)
+        message = (condition(pending, PROVISIONED) or {}).get("message", "")
+        shown = eventually(lambda: env.ever(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
+                                            and check_entry(w, check).get("message") == message), 15)
+        ctx.check(is_true(pending, ACCEPTED) and shown is not None,
+                  f"the check is Pending with the request's message {message!r}")
+        ctx.step("The first Job finishes; the autoscaler's retry finds the freed capacity")
+        got = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 90, "the check to be Ready")
+        ready = env.wait_request(name, lambda p: is_true(p, PROVISIONED), 10, "Provisioned=True")
+        env.drivers.append(f"then Provisioned=True/{(condition(ready, PROVISIONED) or {}).get('reason')}")
+        ctx.check(env.ever(blocker.workload, workloads.finished) is not None, "the first Job finished before")
+        want = [{"name": "main", "annotations": {CONSUME_PROVREQ_ANNOTATION: name,
+                                                 PROVREQ_CLASS_ANNOTATION: BEST_EFFORT_ATOMIC}}]
+        updates = check_entry(got, check).get("podSetUpdates")
+        ctx.check(updates == want, f"the check is Ready with podSetUpdates {updates}")
+        ctx.check(eventually(lambda: workloads.admitted(env.get(wl)), 10), "the Workload is admitted")
+
+
+def deleted_on_finish(ctx: Context) -> None:
+    """Kueue v0.19.2 spec 9, "Should delete the ProvisioningRequest when workload is Finished"
+    (provisioning_test.go:533)."""
+    with SpecEnv(ctx, SPEC_9) as env:
+        check = env.standard()
+        ctx.step("A 1-GPU Job of 3s on a provisioned node")
+        done = env.job("done", duration="3s", params=fast_boot(ctx))
+        wl, name = done.workload, done.request
+        env.wait_request(name, lambda p: is_true(p, PROVISIONED), 90, "Provisioned=True")
+        env.driven(name, PROVISIONED)
+        ready = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
+        ctx.check(check_entry(ready, check).get("state") == CheckState.READY, "the check is Ready")
+        done = env.wait_for(wl, workloads.finished, 90, "the Job to finish")
+        finished_at = env.ever(wl, workloads.finished)
+        gone = eventually(lambda: env.deleted(name), 30)
+        ctx.check(gone is not None and gone >= finished_at, f"request {name} deleted "
+                  + (f"{gone - finished_at:.2f}s after Finished={reason_of(done, FINISHED)}" if gone else "(not)"))
+        now = env.get(wl)
+        ctx.check(workloads.active(now) and not workloads.deactivated(now),
+                  f"the Workload is active and not deactivated (Evicted={reason_of(now, EVICTED)})")
+        ctx.check(check_entry(now, check).get("state") == CheckState.READY, "the check stays Ready")
+        env.check_metric(0, cause="")
+
+
+def booking_expired_ignored(ctx: Context) -> None:
+    """Kueue v0.19.2 spec 10, "Should ignore the change if Workload is Admitted and the
+    ProvisioningRequest's condition is set to BookingExpired" (provisioning_test.go:581)."""
+    with SpecEnv(ctx, SPEC_10) as env:
+        check = env.standard()
+        booked = env.admitted_job("book", "A 1-GPU Job runs; its booking ends 3s after provisioning", "60s",
+                                  **{PARAM_BOOKING_SECONDS: "3"})
+        wl, name = booked.workload, booked.request
+        env.wait_request(name, lambda p: is_true(p, BOOKING_EXPIRED), 30, "BookingExpired=True")
+        expired = env.driven(name, BOOKING_EXPIRED)
+        at = time.time()
+        ctx.check(expired is not None and env.ever(wl, workloads.admitted) is not None,
+                  "the booking expired while the Workload was admitted")
+        time.sleep(WINDOW)
+        after = [o for t, o in env.versions(wl) if t >= at - 1]
+        ctx.check(all(workloads.admitted(o) and check_entry(o, check).get("state") == CheckState.READY
+                      for o in after) and workloads.admitted(env.get(wl)),
+                  f"for {WINDOW:.0f}s after, every version of the Workload is Admitted with the check Ready "
+                  f"({len(after)} seen)")
+        ctx.check(env.attempts(wl) == [1], f"no new request ({env.attempts(wl)})")
+
+
+def running_survives_deletion(ctx: Context) -> None:
+    """Kueue v0.19.2 spec 12, "Should let a running workload to continue after the provisioning request
+    deleted" (provisioning_test.go:722)."""
+    with SpecEnv(ctx, SPEC_12) as env:
+        check = env.standard()
+        kept = env.admitted_job("keep", "A 1-GPU Job of 15s; the fake deletes its request 3s after provisioning "
+                                "(DeleteOldProvReqs)", "15s", **{PARAM_TTL_SECONDS: "3"})
+        wl, name = kept.workload, kept.request
+        ready = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 10, "the check")
+        ctx.check(bool(check_entry(ready, check).get("podSetUpdates")), "the check is Ready with podSetUpdates")
+        gone = eventually(lambda: env.deleted(name), 30)
+        env.drivers.append(f"the request deleted by the autoscaler {'' if gone else '(not seen)'}".strip())
+        ctx.check(gone is not None, f"request {name} deleted by the autoscaler")
+        time.sleep(WINDOW)
+        after = [o for t, o in env.versions(wl) if gone and t >= gone]
+        now = env.get(wl)
+        ctx.check(workloads.admitted(now) and check_entry(now, check).get("state") == CheckState.READY
+                  and all(workloads.admitted(o) for o in after),
+                  f"for {WINDOW:.0f}s after, the Workload stays Admitted with the check Ready")
+        ctx.check(env.attempts(wl) == [1] and env.request(name) is None, "the request stays deleted; no new one")
+        done = env.wait_for(wl, workloads.finished, 60, "the Job to finish")
+        ctx.check(workloads.finished(done) and not workloads.evicted(done),
+                  f"the Job ran to its end: Finished={reason_of(done, FINISHED)}, never evicted")
+
+
+SCENARIOS = (
+    Scenario("kueue-spec-request-deleted-on-eviction", "kueue-specs",
+             "spec 4: a preempted Workload's request is deleted", deleted_on_eviction, spec=SPEC_4),
+    Scenario("kueue-spec-provisioned-ready", "kueue-specs",
+             "spec 5: Pending with the autoscaler's message, then Ready with the pod annotations", provisioned_ready,
+             spec=SPEC_5),
+    Scenario("kueue-spec-request-deleted-on-finish", "kueue-specs", "spec 9: a finished Workload's request is deleted",
+             deleted_on_finish, spec=SPEC_9),
+    Scenario("kueue-spec-booking-expired-while-admitted", "kueue-specs",
+             "spec 10: BookingExpired after admission is ignored", booking_expired_ignored,
+             needs_fake="the real Cluster Autoscaler books for 10 minutes (hardcoded defaultReservationTime)",
+             spec=SPEC_10),
+    Scenario("kueue-spec-running-survives-request-deletion", "kueue-specs",
+             "spec 12: a running Workload continues after its request is deleted", running_survives_deletion,
+             needs_fake="the real Cluster Autoscaler deletes requests 7 days after Provisioned (DeleteOldProvReqs, "
+                        "hardcoded defaultTerminalProvReqTTL)", spec=SPEC_12),
+)

@@ -1,0 +1,232 @@
+"""What the multikueue scenarios share: the three clusters (the manager's context and one per worker, from the
+state `tau-demo cluster up --multikueue` wrote), each worker's own fake autoscaler started with the scenario's
+stock-out, a recorder of one Job across the three clusters (the manager's Recorder writes the event log, with one
+lane per object and cluster; a watch per worker keeps every version of its objects for the checks, which are pure:
+checks.py), and the end of every scenario: the Job deleted, nothing left on any cluster, the workers' pools empty.
+
+Kueue's MultiKueue (v0.19.2, AllAtOnce dispatcher) gives the remote copies of a Job the manager's names: the
+Workload keeps the manager Workload's name, the Job its Job's; a worker's Job exists only once that worker admitted
+the Workload (the adapter's SyncJob creates it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from demo.cluster.multikueue import MANAGER, worker_of
+from demo.cluster.multikueue_kwok import worker_pools_file, workers_of
+from demo.cluster.state import State, state_of
+from demo.jobs import kueue_names
+from demo.timeline import lanes as lanes_
+from demo.timeline.log import EventLog
+from k8s import heartbeat
+from k8s.client import Kube
+from k8s.keys import (CHECK_NAME, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, MULTIKUEUE_CHECK)
+from k8s.objects import meta, uid
+from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
+from k8s.runtime import Store
+from k8s.watch import NotSynced, Watch, start_synced
+
+from ..controllers import start_private
+from ..harness import NS, Context, ScenarioFailed
+from ..recorder import Recorder
+from . import checks
+
+CLUSTER_KINDS = (JOB, WORKLOAD, PROVREQ, POD, NODE)
+SCALE_DOWN = "5s"          # the workers' autoscalers remove unneeded nodes after this (the fake's default: 10s)
+CLEAN_TIMEOUT = 90.0
+
+
+@dataclass
+class Worker:
+    name: str              # its MultiKueueCluster's name: worker-1, worker-2
+    state: State
+    ctx: Context           # its own context: its cluster, its controllers' files named after it
+
+    @property
+    def pools(self) -> Path:
+        return worker_pools_file(self.state)
+
+
+def workers(ctx: Context) -> list[Worker]:
+    """The manager's workers, each with a context of its own; ScenarioFailed when ctx is no MultiKueue manager."""
+    st = state_of(ctx.kubeconfig)
+    if st is None or st.role != MANAGER:
+        raise ScenarioFailed("the multikueue scenarios run on a MultiKueue manager: bring one up with "
+                             "`tau-demo cluster up --multikueue` (this cluster is a plain one)")
+    found = workers_of(st)
+    if len(found) != len(st.workers):
+        raise ScenarioFailed(f"the manager {st.name} lists workers {', '.join(st.workers)}, but only "
+                             f"{', '.join(w.name for w in found) or 'none'} have a state: run "
+                             "`tau-demo cluster up --multikueue` to repair them")
+    out = []
+    for w in found:
+        name = worker_of(st.name, w.name)
+        out.append(Worker(name, w, Context(Kube(w.kubeconfig), w.kubeconfig, auto=ctx.auto, out=ctx.out,
+                                           runs_dir=ctx.runs_dir, impersonate=ctx.impersonate,
+                                           extra_args=ctx.extra_args, cluster=name)))
+    return out
+
+
+def autoscalers(ctx: Context, ws: list[Worker], stockout: dict[str, str]) -> None:
+    """(Re)start each worker's fake autoscaler on its own cluster with its own pool table, out of stock for
+    requests younger than stockout[worker] ("forever": for good); say what each one does."""
+    for w in ws:
+        args = ["fake-ca", "--pools", str(w.pools), "--scale-down-unneeded", SCALE_DOWN]
+        out = stockout.get(w.name)
+        if out:
+            args += ["--stockout", out]
+        c = start_private(w.ctx, FAKE_CA_LEASE, args, f"{w.name}'s fake autoscaler")
+        if not any(s.pidfile == c.pidfile for s in ctx.started):
+            ctx.started.append(c)         # stopped with the run's controllers
+        what = ("out of stock (--stockout forever): CapacityIsNotFound, retried" if out == "forever" else
+                f"out of stock for requests younger than {out}" if out else "has capacity")
+        ctx.say(f"  {w.name}: its own fake autoscaler ({w.pools.name}, nodes aks-gpupool-{w.name}-vmss…): {what}")
+
+
+def no_deadline_on_workers(ws: list[Worker]) -> bool:
+    """No admission-deadline controller runs on a worker: the remote Job copies the manager Job's deadline
+    annotation, and only the manager's controller may decide."""
+    return not any(heartbeat.alive(w.ctx.k, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS) for w in ws)
+
+
+def leftovers(ctx: Context, ws: list[Worker]) -> list[str]:
+    """What a finished scenario must not leave on any of the three clusters."""
+    return [f"manager: {x}" for x in ctx.leftovers()] + [f"{w.name}: {x}" for w in ws for x in w.ctx.leftovers()]
+
+
+def open_scenario(ctx: Context, ws: list[Worker], title: str, stockout: dict[str, str]) -> None:
+    """The scenario's header, the workers' autoscalers with its stock-out, and the three clusters clean (nodes an
+    earlier run left go once an autoscaler finds them unneeded)."""
+    ctx.header(title)
+    autoscalers(ctx, ws, stockout)
+    left = leftovers(ctx, ws)
+    if left:
+        ctx.say(f"  waiting for what an earlier run left to go: {', '.join(left)}")
+        ctx.wait(lambda: not leftovers(ctx, ws), CLEAN_TIMEOUT, "the three clusters to be clean")
+
+
+def finish(ctx: Context, ws: list[Worker], name: str | None) -> None:
+    """Delete the manager's Job (MultiKueue then removes its remote objects) and wait until nothing is left on
+    any cluster and the workers' pools are back to 0 (the next scenario's stock-out must not find spare nodes)."""
+    if name:
+        ctx.delete_job(name)
+    ctx.wait(lambda: not leftovers(ctx, ws), CLEAN_TIMEOUT, "nothing left on the three clusters")
+
+
+# ---------------------------------------------------------------------------- watching the three clusters
+
+class ClusterWatch:
+    """One worker's Jobs, Workloads, ProvisioningRequests and Pods of the demo namespace and its Nodes, from
+    watches, sampled after every change and every `interval` seconds: (time, checks.Objects)."""
+
+    def __init__(self, w: Worker, interval: float = 0.2):
+        self.w, self.interval = w, interval
+        self.caches = {res.plural: Store(on_change=self._changed) for res in CLUSTER_KINDS}
+        self.watches: list[Watch] = []
+        self.samples: checks.Samples = []
+        self.lock = threading.Lock()
+        self.stop_ev = threading.Event()
+        self.t = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self) -> ClusterWatch:
+        self.watches = [self.caches[r.plural].watch(self.w.ctx.k, r, NS if r.namespaced else None) for r in CLUSTER_KINDS]
+        try:
+            start_synced(self.watches)
+        except NotSynced as e:
+            raise ScenarioFailed(f"watching {self.w.name}: {e}") from e
+        self._sample()
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_ev.set()
+        self.t.join(5)
+        self._sample()
+        for watch in self.watches:
+            watch.stop(0)         # its thread ends at its next event or timeout (a daemon, it holds nothing up)
+
+    def _changed(self, typ, obj) -> None:
+        if self.watches and all(w.synced.is_set() for w in self.watches):
+            self._sample()
+
+    def _tick(self) -> None:
+        while not self.stop_ev.wait(self.interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        if any(w.last_error for w in self.watches):
+            return                        # a watch lost the apiserver: no sample says "absent" meanwhile
+        c = self.caches
+        objs = checks.Objects(*(tuple(c[r.plural].items()) for r in CLUSTER_KINDS))
+        with self.lock:
+            self.samples.append((time.time(), objs))
+
+    def latest(self) -> checks.Objects:
+        with self.lock:
+            return self.samples[-1][1] if self.samples else checks.Objects()
+
+
+class Trio:
+    """One Job across the three clusters.  The manager's Recorder (its Job and Workload, the deadline and the
+    decision, every controller's log lines about them, the workers' Kueues' among them) writes the event log;
+    its lanes are one per object and cluster ("manager Job", "worker-1 ProvReq", ...).  Each worker's objects come
+    from a ClusterWatch.  After submit(), views() gives what each cluster held of the Job, over time."""
+
+    def __init__(self, ctx: Context, ws: list[Worker], name: str, log: EventLog | None):
+        self.ctx, self.ws, self.name = ctx, ws, name
+        self.workload = ""                # the manager Workload's name, which its remote copies keep
+        self.seen: dict[str, set[str]] = {c: set() for c in ["manager", *(w.name for w in ws)]}
+        self.remote = {w.name: ClusterWatch(w) for w in ws}
+        self.manager = Recorder(ctx, name, log, lanes=self._lanes)
+        self.manager.stop_join = 0.0
+
+    def __enter__(self) -> Trio:
+        for cw in self.remote.values():
+            cw.__enter__()
+        self.manager.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for cw in self.remote.values():
+            cw.__exit__(*exc)
+        self.manager.__exit__(*exc)
+
+    def submitted(self, job: dict) -> None:
+        """The Job was created: its Workload's name, as Kueue names it (the remote copies keep it)."""
+        self.workload = kueue_names.workload_name_for_job(meta(job)["name"], uid(job))
+
+    def _lanes(self, snap) -> dict[str, str]:
+        states = lanes_.snapshot_states(snap.job, snap.workload, [], [], [], MULTIKUEUE_CHECK)
+        states["AdmissionCheck"] = lanes_.dispatch_state(snap.workload, MULTIKUEUE_CHECK)
+        out = self._cluster("manager", lanes_.MANAGER_LANES, states, snap.job, snap.workload)
+        for w in self.ws:
+            v = checks.job_view(self.remote[w.name].latest(), self.name, self.workload)
+            states = lanes_.snapshot_states(v.job, v.workload, v.provreqs, v.pods, v.nodes, CHECK_NAME)
+            out.update(self._cluster(w.name, lanes_.WORKER_LANES, states, v.job, v.workload))
+        return out
+
+    def _cluster(self, cluster: str, which: tuple[str, ...], states: dict, job, wl) -> dict[str, str]:
+        seen = self.seen[cluster]
+        if job is not None:
+            seen.add("Job")
+        if wl is not None:
+            seen.add("Workload")
+        return lanes_.cluster_lanes(cluster, which, states, seen)
+
+    # what was seen
+    def manager_views(self) -> checks.JobViews:
+        return [(t, checks.JobView(s.job, s.workload)) for t, s in self.manager.samples]
+
+    def worker_views(self) -> dict[str, checks.JobViews]:
+        return {w: checks.job_views(list(cw.samples), self.name, self.workload) for w, cw in self.remote.items()}
+
+    def now(self, worker: str) -> checks.JobView:
+        return checks.job_view(self.remote[worker].latest(), self.name, self.workload)
+
+    def mark(self, label: str, t: float | None = None) -> None:
+        self.manager.mark(label, t)
+

@@ -1,0 +1,227 @@
+"""The docs match the code: every `tau-demo ...` a table of README.md or docs/*.md names is a real command,
+every flag it shows exists there with the default or the choices the table gives (read from click), every
+scenario list is the records', every relative link points to a file that exists, the README stays short,
+and every measured figure in a table of docs/benchmarks.md says the commit it was measured at and how."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+
+from cli import main as tau_demo
+from cli.scenario import markdown_list
+from k8s.duration import BadDuration, parse_duration
+from scenarios import catalogue
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+GENERATED = "<!-- generated: tau-demo scenario list --markdown -->"
+
+
+def table_commands(text: str) -> list[str]:
+    """Every backticked `tau-demo ...` inside a Markdown table row (cells may hold several, split by " / ")."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            out += [c for c in re.findall(r"`(tau-demo [^`]+)`", line)]
+    return out
+
+
+def resolve(words: list[str]) -> tuple[click.Command, list[click.Command], list[str]]:
+    """The command a word list names (groups followed), the groups on the way, and the words after it."""
+    cmd, chain, rest = tau_demo, [], list(words)
+    while rest and isinstance(cmd, click.Group) and rest[0] in cmd.commands:
+        chain.append(cmd)
+        cmd = cmd.commands[rest.pop(0)]
+    return cmd, chain, rest
+
+
+def options(cmds: list[click.Command]) -> dict[str, click.Option]:
+    return {o: p for c in cmds for p in c.params if isinstance(p, click.Option) for o in p.opts + p.secondary_opts}
+
+
+def same_value(shown: str, default) -> bool:
+    if str(default) == shown:
+        return True
+    try:
+        return default is not None and parse_duration(shown) == parse_duration(str(default))
+    except BadDuration:
+        return False
+
+
+def check_command(text: str) -> list[str]:
+    """A flag in [brackets] with a lowercase value shows its default ([--grace 10s]), with a|b its choices
+    (the first the default); outside brackets a value is an example; UPPER CASE is a value of yours."""
+    optional = {m.split()[0] for m in re.findall(r"\[(--[a-z-]+ [^\]]+)\]", text.replace("\\|", "|"))}
+    words = text.replace("[", " ").replace("]", " ").replace("\\|", "|").split()[1:]
+    cmd, chain, rest = resolve(words)
+    if chain == [] or (isinstance(cmd, click.Group) and rest and not rest[0].startswith("-")
+                       and rest[0] not in getattr(cmd, "commands", {}) and rest[0].isupper() is False
+                       and not any(isinstance(p, click.Argument) for p in cmd.params)):
+        return [f"`{text}`: no such command"]
+    opts = options(chain + [cmd])
+    bad = []
+    for i, w in enumerate(rest):
+        if not w.startswith("--") and not re.fullmatch(r"-[a-z]", w):
+            continue
+        name = w.split("=", 1)[0]
+        p = opts.get(name)
+        if p is None:
+            bad.append(f"`{text}`: {' '.join(c.name for c in chain[1:] + [cmd])} has no {name}")
+            continue
+        value = rest[i + 1] if i + 1 < len(rest) and not rest[i + 1].startswith("-") and not p.is_flag else None
+        if value is None or name not in optional or any(ch.isupper() for ch in value) or "=" in value:
+            continue                                    # a flag alone, an example, or a value of yours
+        if "|" in value:
+            choices = value.split("|")
+            real = list(getattr(p.type, "choices", []))
+            if not set(choices) <= set(real) or not same_value(choices[0], p.default):
+                bad.append(f"`{text}`: {name} {value}: the CLI's choices are {real}, default {p.default!r}")
+        elif not same_value(value, p.default):
+            bad.append(f"`{text}`: {name} {value}: the CLI's default is {p.default!r}")
+    return bad
+
+
+def test_every_command_flag_default_and_choice_in_a_docs_table_is_the_clis():
+    found, bad = 0, []
+    for page in PAGES:
+        for text in table_commands(page.read_text()):
+            found += 1
+            bad += [f"{page.relative_to(REPO)}: {b}" for b in check_command(text)]
+    assert found >= 15, found
+    assert not bad, "docs tables that do not match the CLI:\n" + "\n".join(bad)
+
+
+def test_the_scenario_list_in_the_docs_is_the_records():
+    page = (REPO / "docs" / "scenarios.md").read_text()
+    block = page[page.index(GENERATED) + len(GENERATED):page.index("<!-- end generated -->")].strip()
+    assert block == markdown_list(), "docs/scenarios.md: regenerate with `tau-demo scenario list --markdown`"
+    for s in catalogue.scenarios():
+        assert f"`{s.name}`" in block
+
+
+def test_every_scenario_a_page_names_in_backticks_exists():
+    names = set(catalogue.by_name()) | set(catalogue.group_names())
+    bad = []
+    for page in [REPO / "README.md"] + [REPO / "docs" / f for f in ("scenarios.md", "usage.md", "autoscaler.md",
+                                                                    "bounded-waits.md", "design.md")]:
+        for m in re.finditer(r"`((?:timeout|race|upstream|kueue-spec|multikueue)-[a-z0-9-]+|never-boot)`", page.read_text()):
+            if m.group(1) not in names and not m.group(1).endswith("-"):
+                bad.append(f"{page.relative_to(REPO)}: `{m.group(1)}`")
+    assert not bad, "scenario names in the docs that no record has: " + ", ".join(bad)
+
+
+def test_every_relative_link_points_to_a_file():
+    bad = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            if not (page.parent / target).exists():
+                bad.append(f"{page.relative_to(REPO)} -> {target}")
+    assert not bad, "broken links: " + ", ".join(bad)
+
+
+def test_the_readme_is_short_and_its_first_screen_says_what_a_newcomer_needs():
+    text = (REPO / "README.md").read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 150, len(lines)
+    first = "\n".join(lines[:50])
+    for needle in ("The problem", "ProvisioningRequest", "AdmissionCheck", "KWOK", "root", "./setup.sh && AUTO=1 ./scenario.sh",
+                   "./test.sh", "cluster down", "docs/design.md", "timeline-success.svg"):
+        assert needle in first, needle
+
+
+
+MEASURED = re.compile(r"\d[\d.,]*\s?(?:ms|s|min|GB|MB|nodes/s)\b")
+MEASURED_AT = re.compile(r"measured (?:at|on older code)\W{0,3}([0-9a-f]{7,40})\b", re.IGNORECASE)
+COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+COMMAND = re.compile(r"`[^`]*(?:\.venv/bin/|tau-demo |bash |\./)[^`]*`")
+
+
+def tables(text: str) -> list[tuple[list[str], list[str], str]]:
+    """Each Markdown table: its header cells, its rows (after the separator), and the nearest paragraph above
+    and below it that is not a table (where a table's figures say when and how they were measured)."""
+    blocks = [b.strip() for b in text.split("\n\n") if b.strip()]
+    is_table = [all(line.startswith("|") for line in b.splitlines()) for b in blocks]
+    out = []
+    for i, b in enumerate(blocks):
+        if not is_table[i] or len(b.splitlines()) < 3:
+            continue
+        above = next((blocks[j] for j in range(i - 1, -1, -1) if not is_table[j]), "")
+        below = next((blocks[j] for j in range(i + 1, len(blocks)) if not is_table[j]), "")
+        lines = b.splitlines()
+        out.append((cells(lines[0]), lines[2:], (above + " " + below).replace("\n", " ")))
+    return out
+
+
+def cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def provenance_problems(text: str) -> list[str]:
+    """Table rows with a measured figure that do not say the commit it was measured at (a "measured at"
+    column, or "measured at <commit>" / "measured on older code (<commit>)" next to the table) or the command
+    (in the row, "same" as the row above, or next to the table)."""
+    bad = []
+    for header, rows, around in tables(text):
+        at_column = header.index("measured at") if "measured at" in header else None
+        for row in rows:
+            if not MEASURED.search(row):
+                continue
+            row_cells = cells(row)
+            in_column = at_column is not None and at_column < len(row_cells) and COMMIT.search(row_cells[at_column])
+            if not (in_column or MEASURED_AT.search(around)):
+                bad.append(f"no commit it was measured at: {row[:70]}")
+            if not (COMMAND.search(row) or "same" in row_cells or COMMAND.search(around)):
+                bad.append(f"no command: {row[:70]}")
+    return bad
+
+
+def test_every_measured_figure_in_a_benchmarks_table_names_its_commit_and_command():
+    text = (REPO / "docs" / "benchmarks.md").read_text()
+    assert len(tables(text)) >= 10
+    assert not provenance_problems(text), "\n".join(provenance_problems(text))
+    assert "this branch" not in text, "say which commit, not 'this branch'"
+
+
+@pytest.mark.parametrize("check, text, problem", [(check_command, text, problem) for text, problem in [
+    ("tau-demo cluster down [--backend kind]", "has no --backend"),
+    ("tau-demo deadline [--workers 8]", "default is 16"),
+    ("tau-demo deadline [--protocol legacy\\|committed]", "choices are"),
+    ("tau-demo nosuch", "no such command"),
+]] + [(provenance_problems, text, problem) for text, problem in [
+    ("Intro, `./x`.\n\n| a | b |\n| --- | --- |\n| up | 3.1 s |\n", "no commit"),
+    ("Measured at 1234abc (2026-12-01).\n\n| a | b |\n| --- | --- |\n| up | 3.1 s |\n", "no command"),
+    ("| a | command | measured at |\n| --- | --- | --- |\n| up 2 s | `tau-demo x` | older |\n", "no commit"),
+    ("| a | command | measured at |\n| --- | --- | --- |\n| up 2 s | none | 1234abc |\n", "no command"),
+]])
+def test_the_docs_checks_find_what_is_wrong(check, text, problem):
+    assert any(problem in b for b in check(text)), check(text)
+
+
+def test_the_provenance_check_accepts_a_column_or_the_paragraph_beside_the_table():
+    column = "| a | command | measured at |\n| --- | --- | --- |\n| up | `tau-demo x` | 1234abc (2026-12-01) |\n" \
+             "| down | same | 1234abc |\n"
+    prose = "Measured at 1234abc.\n\n| a | b |\n| --- | --- |\n| up | 3.1 s |\n\nCommand: `.venv/bin/python b.py`.\n"
+    assert provenance_problems(column) == [] and provenance_problems(prose) == []
+
+
+def test_every_commit_the_benchmarks_name_is_in_the_history():
+    git = REPO / ".git"
+    if not git.exists() or subprocess.run(["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"],
+                                          capture_output=True, text=True).stdout.strip() != "false":
+        pytest.skip("not a full git checkout (a mutant's copy, or a shallow clone)")
+    text = (REPO / "docs" / "benchmarks.md").read_text()
+    named = set(MEASURED_AT.findall(text))
+    for header, rows, _ in tables(text):
+        if "measured at" in header:
+            named |= {c for r in rows for c in COMMIT.findall(cells(r)[header.index("measured at")])}
+    assert len(named) >= 8, named
+    missing = [c for c in sorted(named) if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{c}^{{commit}}"],
+                                                          capture_output=True).returncode != 0]
+    assert not missing, f"commits docs/benchmarks.md names that this repository does not have: {missing}"

@@ -1,0 +1,158 @@
+"""The group kueue-specs as the catalogue declares it (the 21 specs of Kueue v0.19.2's provisioning_test.go, each
+once, with its line), and the results table made from a run (scenarios/kueue_specs/table.py, pure)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from scenarios.kueue_specs import group, table
+from scenarios.kueue_specs.table import Entry, SpecResult
+from scenarios.record import Spec
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = Spec(6, 380, "Should set the condition rejected when the provision fails", "reject | deactivate",
+            "Failed on attempt 1 (fake)", real="Failed/CapacityIsNotFound (check-capacity, noRetry)")
+ONLY_FAKE = Spec(7, 422, "Should ... CapacityRevoked", "reject", "CapacityRevoked (fake)")
+PARTIAL = Spec(3, 218, "Should create ...", "make the request", "none", real="none",
+               unreachable="preserve it: only by hand")
+E6, E7, E3 = Entry("kueue-spec-failed", SPEC), Entry("kueue-spec-revoked", ONLY_FAKE, "never writes it"), \
+    Entry("kueue-spec-after-quota", PARTIAL)
+
+
+def result(number: int, autoscaler: str, ok: bool = True, drivers=(), unreached=(), error: str = "") -> SpecResult:
+    checks = [(True, "first"), (ok, "the check that matters")]
+    return SpecResult(number, autoscaler, ok and not error, checks, list(drivers), list(unreached), error)
+
+
+# ---------------------------------------------------------------------------- the group
+
+def test_the_group_is_the_21_specs_in_file_order_each_once():
+    entries = group.entries()
+    numbers = sorted(e.spec.number for e in entries)
+    assert numbers == list(range(1, 22))
+    lines = [e.spec.line for e in sorted(entries, key=lambda e: e.spec.number)]
+    assert lines == sorted(lines) and len(set(lines)) == 21
+    assert all(e.scenario.startswith("kueue-spec-") and e.spec.must and e.spec.fake for e in entries)
+    # a spec the real CA cannot drive says why, and one it can says how
+    assert all(bool(e.needs_fake) != bool(e.spec.real) for e in entries)
+    assert {e.spec.number for e in entries if e.needs_fake} == {7, 8, 10, 12, 16}
+    assert group.names((6, 14)) == [e.scenario for e in entries if e.spec.number in (6, 14)]
+
+
+def test_each_scenarios_docstring_quotes_its_spec_and_names_its_line():
+    from scenarios import catalogue
+    for e in group.entries():
+        doc = " ".join((catalogue.by_name()[e.scenario].run.__doc__ or "").split())
+        assert f'spec {e.spec.number}, "{e.spec.title}" (provisioning_test.go:{e.spec.line})' in doc, e.scenario
+
+
+def test_each_spec_quotes_the_title_at_its_line_of_kueues_file():
+    """The titles and lines as they are in the file at v0.19.2 (read from the Go module cache when the
+    toolchain is built; the line numbers are the ones ginkgo.It( or its title starts on)."""
+    src = Path.home() / "go/pkg/mod/sigs.k8s.io/kueue@v0.19.2" / table.SOURCE
+    if not src.is_file():
+        return                          # unit tests need nothing built; the cluster stage has the module
+    lines = src.read_text().splitlines()
+    for e in group.entries():
+        at = lines[e.spec.line - 1] + (lines[e.spec.line] if "ginkgo.It(" in lines[e.spec.line - 1] and
+                                        '"' not in lines[e.spec.line - 1] else "")
+        assert "ginkgo.It(" in at or e.spec.title[:40] in at, (e.spec.number, at)
+        text = " ".join(lines[e.spec.line - 1:e.spec.line + 1])
+        assert e.spec.title in text, (e.spec.number, e.spec.title)
+
+
+# ---------------------------------------------------------------------------- cells
+
+def test_an_outcome_is_holds_a_finding_with_what_failed_cannot_or_not_run():
+    assert table.spec_cell(result(6, "fake")) == "holds (2 checks)"
+    assert table.spec_cell(result(6, "real"), "never") == "holds (2 checks)"            # it ran after all
+    assert table.spec_cell(result(6, "fake", ok=False)) == "**FINDING**: the check that matters"
+    two = SpecResult(6, "fake", False, [(False, "one"), (True, "fine"), (False, "two")], [], [], "Boom: x")
+    assert table.spec_cell(two) == "**FINDING**: one; two; Boom: x"
+    assert table.spec_cell(result(6, "real", error="ScenarioFailed: timed out")) == \
+        "**FINDING**: ScenarioFailed: timed out"
+    assert table.spec_cell(SpecResult(6, "real", False, [], [], [])) == "**FINDING**: no check ran"
+    assert table.spec_cell(None, "never writes it") == "cannot: never writes it"
+    assert table.spec_cell(None) == "not run"
+
+
+def test_the_driver_cell_says_how_each_autoscaler_writes_it_and_what_was_seen():
+    got = table.driver(E6, {"fake": result(6, "fake", drivers=["Failed=True/X on attempt 1, by fake-ca"]),
+                            "real": None})
+    assert got == ("fake: Failed on attempt 1 (fake) (seen: Failed=True/X on attempt 1, by fake-ca)<br>"
+                   "real: Failed/CapacityIsNotFound (check-capacity, noRetry)")
+    assert table.driver(E7, {"fake": result(7, "fake")}) == "fake: CapacityRevoked (fake)"     # no real line
+    assert table.driver(E6, {"fake": result(6, "fake", drivers=["a", "b|c"])}).startswith(
+        "fake: Failed on attempt 1 (fake) (seen: a; b\\|c)")
+
+
+def test_the_result_cell_over_both_autoscalers():
+    both = {"fake": result(6, "fake"), "real": result(6, "real")}
+    assert table.result_cell(E6, both) == "holds under both"
+    assert table.result_cell(E7, {"fake": result(7, "fake"), "real": None}) == \
+        "holds (fake); the real CA cannot drive it"
+    assert table.result_cell(E6, {"fake": result(6, "fake"), "real": None}) == "holds (fake only run)"
+    assert table.result_cell(E7, {"fake": None, "real": result(7, "real")}) == "holds (real only run)"
+    assert table.result_cell(E6, {"real": result(6, "real")}) == "holds (real only run)"
+    assert table.result_cell(E6, {"fake": None, "real": None}) == "not run"
+    assert table.result_cell(E6, {"fake": result(6, "fake", ok=False), "real": result(6, "real", ok=False)}) == \
+        "**FINDING** under fake and real"
+    assert table.result_cell(E6, {"fake": result(6, "fake"), "real": result(6, "real", ok=False)}) == \
+        "**FINDING** under real"
+    partial = table.result_cell(E3, {"fake": result(3, "fake", unreached=["metric: kind"]),
+                                     "real": result(3, "real", unreached=["metric: kind"])})
+    assert partial == "holds under both; partial: metric: kind; preserve it: only by hand"
+
+
+def test_rows_are_in_spec_order_with_the_upstream_link_and_escaped_cells():
+    out = table.rows([E7, E6], {"fake": {6: result(6, "fake"), 7: result(7, "fake", ok=False)},
+                                "real": {6: result(6, "real")}})
+    assert out[0] == ("| spec | what Kueue v0.19.2 must do | the driving condition and who wrote it | fake | real CA | "
+                      "result |")
+    assert out[1] == "| --- | --- | --- | --- | --- | --- |"
+    assert out[2] == (f"| 6. [Should set the condition rejected when the provision fails]({table.UPSTREAM}{table.SOURCE}"
+                      "#L380) (`kueue-spec-failed`) | reject \\| deactivate | fake: Failed on attempt 1 (fake)<br>real: "
+                      "Failed/CapacityIsNotFound (check-capacity, noRetry) | holds (2 checks) | holds (2 checks) | holds "
+                      "under both |")
+    assert out[3] == (f"| 7. [Should ... CapacityRevoked]({table.UPSTREAM}{table.SOURCE}#L422) (`kueue-spec-revoked`) | "
+                      "reject | fake: CapacityRevoked (fake) | **FINDING**: the check that matters | cannot: never "
+                      "writes it | **FINDING** under fake |")
+    assert len(out) == 4
+    only_fake = table.rows([E6, E7], {"fake": {6: result(6, "fake")}})           # no real run at all
+    assert only_fake[2].endswith("| holds (2 checks) | not run | holds (fake only run) |")
+    assert only_fake[3].endswith("| not run | cannot: never writes it | not run |")
+
+
+def test_the_counts_and_the_document():
+    results = {"fake": {6: result(6, "fake"), 7: result(7, "fake", ok=False)}, "real": {6: result(6, "real")}}
+    assert table.counts([E6, E7], results) == {"specs": 2, "fake holds": 1, "fake findings": 1, "real holds": 1,
+                                                "real findings": 0, "real cannot": 1}
+    assert table.counts([E6, E7, E3], {"fake": {6: result(6, "fake")}}) == {
+        "specs": 3, "fake holds": 1, "fake findings": 0, "real holds": 0, "real findings": 0, "real cannot": 1}
+    ran_anyway = {"real": {7: result(7, "real", ok=False)}}                   # a needs_fake spec that ran: no "cannot"
+    assert table.counts([E7], ran_anyway) == {"specs": 1, "fake holds": 0, "fake findings": 0, "real holds": 0,
+                                              "real findings": 1, "real cannot": 0}
+    doc = table.markdown("tau-demo kueue-specs --autoscaler both", "2026-12-01 10:00 UTC", ["fake: x", "real: y"],
+                         [E6, E7], results)
+    assert doc == "\n".join([
+        "# Kueue v0.19.2's own provisioning specs, end to end", "",
+        "Generated by `tau-demo kueue-specs --autoscaler both` on 2026-12-01 10:00 UTC, from that run (nothing here is "
+        "edited by hand).", "",
+        "- fake: x", "- real: y", "",
+        f"Kueue's integration suite for the ProvisioningRequest admission check ([`{table.SOURCE}`]({table.UPSTREAM}"
+        f"{table.SOURCE}), 2 specs) runs in envtest and writes every ProvisioningRequest condition, the quota "
+        "reservation and the evictions by hand. Here each spec is a scenario of the group `kueue-specs` "
+        "(`scenarios/kueue_specs/`) on a real control plane with real Kueue v0.19.2: the scenario makes Jobs, "
+        "Workloads and queue objects, Kueue's scheduler and controllers do the rest, and the autoscaler writes every "
+        "condition; each scenario checks, from the requests' managedFields, that no condition was written by anyone "
+        "else.", "",
+        "**Result: the fake autoscaler drove 1 of 2 specs to hold (1 finding(s)); the real Cluster Autoscaler 1.36.1 "
+        "drove 1 (0 finding(s)), and cannot drive 1 on a demo timescale.**", "",
+        *table.rows([E6, E7], results)]) + "\n"
+
+
+def test_the_committed_results_table_is_a_generated_one():
+    doc = (REPO / "docs" / "kueue-specs.md").read_text()
+    assert re.search(r"^Generated by `tau-demo kueue-specs --autoscaler both` on ", doc, re.M)
+    assert doc.count("\n| ") == 2 + 21
