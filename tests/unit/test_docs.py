@@ -212,9 +212,7 @@ def test_the_provenance_check_accepts_a_column_or_the_paragraph_beside_the_table
 
 
 def test_every_commit_the_benchmarks_name_is_in_the_history():
-    git = REPO / ".git"
-    if not git.exists() or subprocess.run(["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"],
-                                          capture_output=True, text=True).stdout.strip() != "false":
+    if not _full_checkout():
         pytest.skip("not a full git checkout (a mutant's copy, or a shallow clone)")
     text = (REPO / "docs" / "benchmarks.md").read_text()
     named = set(MEASURED_AT.findall(text))
@@ -222,6 +220,53 @@ def test_every_commit_the_benchmarks_name_is_in_the_history():
         if "measured at" in header:
             named |= {c for r in rows for c in COMMIT.findall(cells(r)[header.index("measured at")])}
     assert len(named) >= 8, named
-    missing = [c for c in sorted(named) if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{c}^{{commit}}"],
-                                                          capture_output=True).returncode != 0]
-    assert not missing, f"commits docs/benchmarks.md names that this repository does not have: {missing}"
+    missing = [c for c in sorted(named) if not _in_history(c)]
+    assert not missing, f"commits docs/benchmarks.md names that neither this history nor docs/history.md has: {missing}"
+
+
+SHORT_COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])[0-9a-f]{7}\b")   # how the docs name a commit (a digit in it)
+
+
+def test_every_commit_the_docs_name_is_in_the_history_or_listed_as_not_landed():
+    if not _full_checkout():
+        pytest.skip("not a full git checkout (a mutant's copy, or a shallow clone)")
+    landed = did_not_land((REPO / "docs" / "history.md").read_text())
+    assert landed and all(_in_git(c) for c in set(landed.values())), landed
+    assert not [c for c in landed if _in_git(c)], "a commit listed as not landed is in the history"
+    named = {c for f in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+             for c in SHORT_COMMIT.findall(f.read_text())}
+    missing = [c for c in sorted(named - set(landed)) if not _in_git(c)]
+    assert not missing, f"commits the docs name that neither this history nor docs/history.md has: {missing}"
+    assert set(landed) <= named, f"docs/history.md lists commits no doc names: {sorted(set(landed) - named)}"
+
+
+def _full_checkout() -> bool:
+    return (REPO / ".git").exists() and subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"],
+        capture_output=True, text=True).stdout.strip() == "false"
+
+
+def _in_git(commit: str) -> bool:
+    return subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def _in_history(commit: str) -> bool:
+    """A commit of this history, or one docs/history.md says did not land (with the commit its work landed in)."""
+    return commit in did_not_land((REPO / "docs" / "history.md").read_text()) or _in_git(commit)
+
+
+def did_not_land(text: str) -> dict[str, str]:
+    """docs/history.md's table: the commits that are not in the history (their session's CI failed) and the commit
+    their work landed in: {commit: landed in}."""
+    for header, rows, _ in tables(text):
+        if header[:2] == ["commit named in the docs", "landed in"]:
+            return {c: COMMIT.findall(cells(r)[1])[0] for r in rows for c in COMMIT.findall(cells(r)[0])}
+    return {}
+
+
+def test_the_commits_that_did_not_land_are_read_from_their_table():
+    text = "Intro.\n\n| commit named in the docs | landed in |\n| --- | --- |\n| 1234abc, 5678def | 9abcdef |\n\nAfter.\n"
+    assert did_not_land(text) == {"1234abc": "9abcdef", "5678def": "9abcdef"}
+    assert did_not_land(text.replace("landed in", "merged in")) == {}
+    assert SHORT_COMMIT.findall("at 0187795, vmss532497, 35e8a280425c, 1234567, deadbee, abc1234.") == ["0187795", "1234567", "abc1234"]
