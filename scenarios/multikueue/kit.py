@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +26,10 @@ from demo.timeline import lanes as lanes_
 from demo.timeline.log import EventLog
 from k8s import heartbeat
 from k8s.client import Kube
-from k8s.keys import (CHECK_NAME, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, MULTIKUEUE_CHECK)
-from k8s.objects import meta, uid
-from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
+from k8s.keys import (ACTIVE, CHECK_NAME, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, DEMO_CLUSTER_QUEUE,
+                      FAKE_CA_LEASE, MULTIKUEUE_CHECK)
+from k8s.objects import condition, meta, uid
+from k8s.resources import CLUSTER_QUEUE, JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.runtime import Store
 from k8s.watch import NotSynced, Watch, start_synced
 
@@ -38,6 +41,7 @@ from . import checks
 CLUSTER_KINDS = (JOB, WORKLOAD, PROVREQ, POD, NODE)
 SCALE_DOWN = "5s"          # the workers' autoscalers remove unneeded nodes after this (the fake's default: 10s)
 CLEAN_TIMEOUT = 90.0
+HOLD, NO_STOP = "Hold", "None"     # ClusterQueue spec.stopPolicy: no new quota reserved (nothing evicted); the default
 
 
 @dataclass
@@ -102,11 +106,34 @@ def open_scenario(ctx: Context, ws: list[Worker], title: str, stockout: dict[str
     """The scenario's header, the workers' autoscalers with its stock-out, and the three clusters clean (nodes an
     earlier run left go once an autoscaler finds them unneeded)."""
     ctx.header(title)
+    for w in ws:                          # a run interrupted inside held() left its ClusterQueue stopped
+        _stop_policy(w, NO_STOP)
     autoscalers(ctx, ws, stockout)
     left = leftovers(ctx, ws)
     if left:
         ctx.say(f"  waiting for what an earlier run left to go: {', '.join(left)}")
         ctx.wait(lambda: not leftovers(ctx, ws), CLEAN_TIMEOUT, "the three clusters to be clean")
+
+
+def _stop_policy(w: Worker, policy: str) -> None:
+    """Set the worker's ClusterQueue's stopPolicy and wait until Kueue has acted on it (its Active condition)."""
+    w.ctx.k.patch(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE, {"spec": {"stopPolicy": policy}})
+    want = "False" if policy == HOLD else "True"
+    w.ctx.wait(lambda: (condition(w.ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE), ACTIVE) or {}).get("status") == want,
+               10, f"{w.name}'s ClusterQueue {DEMO_CLUSTER_QUEUE} to be Active={want} (stopPolicy {policy})")
+
+
+@contextmanager
+def held(ctx: Context, w: Worker) -> Iterator[None]:
+    """Kueue's own pause for one worker: its ClusterQueue at stopPolicy Hold (Kueue reserves no new quota there and
+    evicts nothing) while the block runs, released after it, failed or not."""
+    _stop_policy(w, HOLD)
+    ctx.say(f"  {w.name}: ClusterQueue {DEMO_CLUSTER_QUEUE} on hold (stopPolicy: {HOLD})")
+    try:
+        yield
+    finally:
+        _stop_policy(w, NO_STOP)
+        ctx.say(f"  {w.name}: ClusterQueue {DEMO_CLUSTER_QUEUE} released (stopPolicy: {NO_STOP})")
 
 
 def finish(ctx: Context, ws: list[Worker], name: str | None) -> None:

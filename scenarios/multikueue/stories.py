@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from demo.deadline import invariants
+from fake_ca.conditions import Reason
 from demo.jobs.observe import snapshot
 from demo.timeline import svg
 from k8s import hooks
@@ -137,7 +138,7 @@ def run_specs(ctx: Context) -> None:
                           f"not admitted ({seen})")
             pr1 = next((v.provreqs[-1] for _, v in by[W1] if v.provreqs and is_true(v.provreqs[-1], PROVISIONED)), None)
             before = [(condition(v.provreqs[-1], PROVISIONED) or {}).get("reason") for _, v in by[W1] if v.provreqs]
-            ctx.check(pr1 is not None and "CapacityIsNotFound" in before,
+            ctx.check(pr1 is not None and Reason.NOT_FOUND in before,
                       f"spec 1: worker-1's request {meta(pr1).get('name', '?')} went Provisioned=True after "
                       f"CapacityIsNotFound (its autoscaler's stock-out), written by that autoscaler")
             ctx.check(workloads.check_state(trio.now(W1).workload, CHECK_NAME) == CheckState.READY
@@ -175,17 +176,32 @@ def run_specs(ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------- 2. one worker out of stock
 
+def _stocked_out(v: checks.JobView) -> bool:
+    """The worker's latest request was answered Provisioned=False/CapacityIsNotFound by its autoscaler."""
+    return bool(v.provreqs) and (condition(v.provreqs[-1], PROVISIONED) or {}).get("reason") == Reason.NOT_FOUND
+
+
+def _since(t: float | None, t0: float) -> str:
+    return f"{t - t0:.2f}s" if t is not None else "never"
+
+
 def run_one_stocked_out(ctx: Context) -> None:
     ws = kit.workers(ctx)
     kit.open_scenario(ctx, ws, "MultiKueue: worker-1 out of stock, worker-2 with capacity", {W1: "forever"})
     ctx.say(f"  {REPORT_8089.number}: {REPORT_8089.claim}")
     name = ctx.new_name("job-mk")
     log, path = ctx.event_log("multikueue-one-worker-stocked-out")
+    worker_2 = next(w for w in ws if w.name == W2)
     try:
         with Trio(ctx, ws, name, log) as trio:
-            ctx.step("Submit the 2 × 8 gang to the manager; both workers get a copy")
-            job = ctx.submit(name, "2x8", duration="5s")
-            trio.submitted(job)
+            ctx.step("Submit the 2 × 8 gang to the manager while worker-2's ClusterQueue is on hold: the stocked-out "
+                     "worker-1 reserves quota and hears from its autoscaler first, the case kueue#8089 describes")
+            with kit.held(ctx, worker_2):
+                job = ctx.submit(name, "2x8", duration="5s")
+                trio.submitted(job)
+                ctx.wait(lambda: _stocked_out(trio.now(W1)), 30, "worker-1's autoscaler to answer its request")
+                trio.mark(f"{W1} out of stock")
+            ctx.step("Release worker-2's ClusterQueue: it reserves quota, its autoscaler provisions, it admits")
             ctx.wait(lambda: workloads.admitted(trio.now(W2).workload), 60, "worker-2 to admit its copy")
             trio.mark(f"{W2} admitted")
             ctx.wait(lambda: jobs.outcome(_manager_now(ctx, name)[0]) == "succeeded", 90, "the manager's Job to succeed")
@@ -209,10 +225,17 @@ def run_one_stocked_out(ctx: Context) -> None:
         pr_gone = checks.first(checks.after(by[W1], admitted_at), lambda v: not v.provreqs)
         pending = all(workloads.check_state(v.workload, CHECK_NAME) in (None, CheckState.PENDING)
                       for _, v in by[W1])
-        ctx.check(reserved is not None and asked is not None and "CapacityIsNotFound" in reasons and pending,
+        ctx.check(reserved is not None and asked is not None and Reason.NOT_FOUND in reasons and pending,
                   f"worker-1 reserved quota for its copy and made a request, which its autoscaler answered "
                   f"Provisioned=False ({', '.join(reasons) or 'nothing'}); its check stayed Pending, never Retry or "
                   "Rejected (a stock-out is not Failed)")
+        answered = checks.first(by[W1], _stocked_out)
+        reserved_2 = checks.holds_quota_since(by[W2])
+        t0 = created_at(job).timestamp()
+        ctx.check(reserved is not None and answered is not None and reserved_2 is not None
+                  and reserved < answered < reserved_2,
+                  f"worker-1 was first in every way: quota at {_since(reserved, t0)}, its autoscaler's CapacityIsNotFound "
+                  f"at {_since(answered, t0)}, worker-2's quota only at {_since(reserved_2, t0)} (after its release)")
         ctx.check(gone is not None and pr_gone is not None and gone - admitted_at <= GONE_WITHIN,
                   f"MultiKueue deleted worker-1's Workload {gone - admitted_at if gone else float('nan'):.2f}s after "
                   f"worker-2 admitted, and its request went with it "
