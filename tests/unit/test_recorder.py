@@ -208,7 +208,7 @@ def test_log_sources_are_the_controllers_logs_and_the_clusters_kueue(tmp_path, m
 
 
 def test_a_recorder_samples_once_more_when_stopped_and_ends_the_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(recorder_mod, "log_sources", lambda kubeconfig: {})
+    monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path / "state"))    # no controller has written a log there
     r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title="Success path"), K.JOB_NAME,
                  EventLog(tmp_path / "ev.jsonl"), interval=30)
     fill(r, K.snap_fresh())
