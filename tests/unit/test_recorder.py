@@ -4,7 +4,11 @@ apiserver going away, the controllers' log lines)."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import threading
+import time
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
@@ -14,11 +18,13 @@ import k8s_objects as K
 from demo.jobs.observe import Snapshot
 from demo.timeline import log as event_log
 from demo.timeline.log import EventLog
-from k8s.keys import CLEANUP_AFTER_ANNOTATION
+from demo.deadline import protocol as dl
+from k8s.keys import CLEANUP_AFTER_ANNOTATION, DECISION_ANNOTATION, TIMED_OUT
 from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event, Watch
 from scenarios import recorder as recorder_mod
-from scenarios.recorder import LogFollower, Recorder, log_sources
+from scenarios.harness import Context
+from scenarios.recorder import COMMIT_SIGHTING_MARGIN, LogFollower, Recorder, check_commit_bound, log_sources
 
 DUE = datetime(2026, 11, 29, 12, 0, 10, tzinfo=timezone.utc)
 
@@ -224,3 +230,52 @@ def test_a_recorder_without_a_log_does_not_sample_at_the_stop():
     r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title=""), "j", None, interval=30)
     r.__exit__(None, None, None)
     assert r.samples == []
+
+
+# ---------------------------------------------------------------- the bound on layer 3's commit
+
+def committed_workload() -> dict:
+    return {"metadata": {"name": "job-train-abc12", "annotations": {DECISION_ANNOTATION: TIMED_OUT}},
+            "spec": {"active": False}, "status": {}}
+
+
+def bound_checked(rec: Recorder, deadline_at: float) -> list:
+    ctx = Context(k=None, kubeconfig="", out=io.StringIO())
+    check_commit_bound(ctx, rec, deadline_at)
+    return ctx.checks
+
+
+def test_a_commit_the_watch_has_not_delivered_yet_is_waited_for():
+    """The race scenario comes straight from the controller's hook (paused right after its patch) to the bound:
+    the commit can be on the apiserver before the recorder's watch has delivered it (CI on 2026-12-02 printed
+    "committed nans after the deadline")."""
+    rec = Recorder(None, "train", None)
+    now = time.time()
+    rec.samples = [(now - 1.0, Snapshot(armed_job(), None, [], [], []))]
+    later = threading.Timer(0.3, lambda: rec.samples.append(
+        (time.time(), Snapshot(armed_job(), committed_workload(), [], [], []))))
+    later.start()
+    checks = bound_checked(rec, deadline_at=now - 0.5)
+    later.join()
+    assert [c.ok for c in checks] == [True]
+    assert re.fullmatch(r"the timeout was committed 0\.\d\ds after the deadline \(bound: 0 to 2s\)", checks[0].what)
+
+
+def test_a_commit_never_seen_fails_with_what_was_waited_for_not_nan():
+    rec = Recorder(None, "train", None)
+    now = time.time()
+    rec.samples = [(now - 1.0, Snapshot(armed_job(), None, [], [], []))]
+    started = time.monotonic()
+    checks = bound_checked(rec, deadline_at=now - dl.COMMIT_TOLERANCE - COMMIT_SIGHTING_MARGIN + 0.3)
+    assert 0.2 <= time.monotonic() - started < 2.0          # waited until the margin's end, not longer
+    assert [c.ok for c in checks] == [False]
+    assert "nan" not in checks[0].what and "had not seen it 7s after the deadline" in checks[0].what
+
+
+@pytest.mark.parametrize("late, ok", [(-0.1, False), (0.0, True), (1.99, True), (2.01, False)])
+def test_the_commit_is_judged_against_the_bound_by_when_the_watch_saw_it(late, ok):
+    rec = recorded((-15.0, None), (late, armed_job()))
+    rec.samples[-1] = (rec.samples[-1][0], Snapshot(armed_job(), committed_workload(), [], [], []))
+    checks = bound_checked(rec, deadline_at=DUE.timestamp())
+    assert [c.ok for c in checks] == [ok]
+    assert f"committed {late:.2f}s after" in checks[0].what
