@@ -68,6 +68,15 @@ def name_of(obj: Obj) -> str:
     return f"{md['namespace']}/{md.get('name', '?')}" if md.get("namespace") else md.get("name", "?")
 
 
+def revision(obj: Obj | None) -> int:
+    """The object's resourceVersion as a number: opaque to clients, but etcd's revision, one counter across
+    every kind, so it orders writes seen on different watches; unreadable ones sort first (0)."""
+    try:
+        return int(meta(obj).get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def owned_by(obj: Obj | None, owner_uid: str, controller: bool = True) -> bool:
     return bool(owner_uid) and any(r.get("uid") == owner_uid and (r.get("controller") or not controller)
                                    for r in meta(obj).get("ownerReferences") or [])

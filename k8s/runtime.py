@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from .client import Kube
 from .errors import Unreachable
-from .objects import name_of
+from .objects import name_of, revision
 from .resources import Resource
 from .watch import Event, Watch
 
@@ -184,7 +184,7 @@ class Store:
         key = name_of(obj)
         old = self._items.get(key)
         if old is None or old["metadata"].get("uid") != obj["metadata"].get("uid") or \
-                _rv(old) <= _rv(obj):
+                revision(old) <= revision(obj):
             if self._index_of:
                 self._unindex(key, old)
                 for v in self._index_of(obj):
@@ -233,10 +233,3 @@ class Store:
         with self._lock:
             return [self._items[k] for k in self._index.get(value, ())]
 
-
-def _rv(obj: dict) -> int:
-    """resourceVersions are opaque, but etcd's are increasing integers; unreadable ones sort first."""
-    try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except (TypeError, ValueError):
-        return 0

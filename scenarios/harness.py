@@ -44,6 +44,17 @@ def poll_until(pred, timeout: float, what: str, interval: float = 0.25):
     raise ScenarioFailed(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
+def eventually(pred, timeout: float, interval: float = 0.25):
+    """pred()'s first truthy value within `timeout` seconds, else its last (falsy) one: for a check that must be
+    able to fail (poll_until, ctx.wait, would stop the story instead)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got or time.monotonic() >= deadline:
+            return got
+        time.sleep(interval)
+
+
 @dataclass
 class Check:
     ok: bool

@@ -32,7 +32,7 @@ from k8s.objects import annotations, condition, created_at, is_true
 from k8s.paths import shown
 from k8s.resources import JOB, PROVREQ, PROVREQ_CONFIG, WORKLOAD
 
-from .harness import NS, Context, ScenarioFailed
+from .harness import NS, Context, ScenarioFailed, eventually
 from .record import Scenario
 from .recorder import Recorder, check_commit_bound
 from .upstream import kit
@@ -109,6 +109,9 @@ def autoscaler_window(ctx: Context) -> None:
         cap = view.phase("Capacity provisioning")
         ctx.check(view.outcome == "failed" and cap.state == "failed",
                   f"the watch ends failed at Capacity provisioning: {cap.detail}")
+        # the watch ended at Kueue's Rejected, which follows attempt 3's Failed; the recorder's own watch of the
+        # requests may be a moment behind it
+        eventually(lambda: sum(1 for a in rec.attempts() if a.answered) >= 3, 10)
         seen = rec.attempts()
         tries = [a for a in seen if a.answered]
         numbers = [a.number for a in tries]

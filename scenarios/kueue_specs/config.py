@@ -22,9 +22,9 @@ from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CHECK_INACTIVE, DEMO_P
 from k8s.objects import condition, meta, spec
 from k8s.resources import ADMISSION_CHECK, POD_TEMPLATE, PROVREQ_CONFIG
 
-from ..harness import Context
+from ..harness import Context, eventually
 from ..record import Scenario, Spec
-from .kit import SpecEnv, check_entry, eventually, flavor_spec, gpu_group, pools
+from .kit import SpecEnv, check_entry, flavor_spec, gpu_group, pools
 from .quota import podset, strip
 
 SPEC_11 = Spec(11, 627, "Should keep the provisioning config in sync",

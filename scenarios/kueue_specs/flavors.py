@@ -21,9 +21,9 @@ from k8s import workload as workloads
 from k8s.keys import DEMO_POOL, JOB_NAME_LABEL, ON_DEMAND_POOL, PROVISIONED, CheckState
 from k8s.objects import is_true, meta
 
-from ..harness import Context
+from ..harness import Context, eventually
 from ..record import Scenario, Spec
-from .kit import SpecEnv, check_entry, eventually, fast_boot, flavors_of, quota
+from .kit import SpecEnv, check_entry, fast_boot, flavors_of, quota
 
 HIGH = 1000
 DRIVER = "Provisioned=True on wl1's request for flavor-1{more}; the preemption is Kueue's own (a high-priority Job)"
@@ -84,7 +84,7 @@ def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: boo
         again = eventually(lambda: (w := env.get(wl1)) is not None and workloads.admitted(w)
                            and flavors_of(w) == [want2] and w, 90)
         ctx.check(bool(again), f"wl1 is admitted again, on flavor-2: {flavors_of(env.get(wl1))}")
-        ctx.check(env.ever(wl1, workloads.evicted) is not None, "wl1 was evicted (preempted) in between")
+        ctx.check(env.seen(wl1, workloads.evicted) is not None, "wl1 was evicted (preempted) in between")
         if ac2:
             ctx.check(check_entry(env.get(wl1), ac2).get("state") == CheckState.READY, f"wl1's check {ac2} is Ready")
         cleared = eventually(lambda: not check_entry(env.get(wl1), ac1), 30)

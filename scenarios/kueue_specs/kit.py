@@ -33,7 +33,7 @@ from k8s.paths import POOLS_FILE
 from k8s.resources import NAMESPACE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event
 
-from ..harness import Context
+from ..harness import Context, eventually
 from ..record import Spec
 from ..upstream import kit as upstream
 from .table import SOURCE, SpecResult
@@ -249,6 +249,18 @@ class SpecEnv:
         """When the watch first saw a version of the Workload for which pred holds (None: never)."""
         return next((t for t, o in self.versions(workload) if pred(o)), None)
 
+    def first_seen(self, workload: str, pred: Callable[[dict], object],
+                   timeout: float = 10.0) -> tuple[float, dict] | None:
+        """The first version of the Workload the watch saw for which pred holds, and when, given up to `timeout`
+        seconds for the watch to deliver a version a live read has already shown (the watch can be a moment
+        behind the apiserver's answer); None if it still has not."""
+        return eventually(lambda: next(((t, o) for t, o in self.versions(workload) if pred(o)), None), timeout)
+
+    def seen(self, workload: str, pred: Callable[[dict], object], timeout: float = 10.0) -> float | None:
+        """When: `first_seen`'s time, or None."""
+        got = self.first_seen(workload, pred, timeout)
+        return got[0] if got else None
+
     def request_events(self, prefix: str) -> list[tuple[float, str, dict]]:
         """Every event of the requests whose name starts with `prefix` (a Workload's: `<workload>-<check>-`)."""
         return [(t, typ, o) for t, typ, o in list(self.prs.events) if meta(o).get("name", "").startswith(prefix)]
@@ -257,9 +269,15 @@ class SpecEnv:
         """The names of the requests with this prefix, in the order they were created."""
         return [meta(o)["name"] for _, typ, o in self.request_events(prefix) if typ == Event.ADDED]
 
+    def deletion(self, name: str) -> tuple[float, dict] | None:
+        """The request's deletion as the watch saw it: (time, its last state, whose resourceVersion is the
+        deletion's etcd revision), or None."""
+        return next(((t, o) for t, typ, o in self.request_events(name)
+                     if typ == Event.DELETED and meta(o)["name"] == name), None)
+
     def deleted(self, name: str) -> float | None:
-        return next((t for t, typ, o in self.request_events(name) if typ == Event.DELETED and meta(o)["name"] == name),
-                    None)
+        gone = self.deletion(name)
+        return gone[0] if gone else None
 
     def attempts(self, workload: str, check: str | None = None) -> list[int]:
         check = check or self.name
@@ -305,7 +323,7 @@ class SpecEnv:
         eviction metric counted once (Deactivated, AdmissionCheck)."""
         got = self.wait_for(wl, lambda w: not workloads.active(w), 30, "Kueue to deactivate the Workload")
         self.ctx.check(not workloads.active(got), "the Workload is deactivated (spec.active=false)")
-        rejected = self.ever(wl, lambda w: check_entry(w, check).get("state") == CheckState.REJECTED)
+        rejected = self.seen(wl, lambda w: check_entry(w, check).get("state") == CheckState.REJECTED)
         got = self.wait_for(wl, lambda w: check_entry(w, check).get("message") == RESET_AFTER_REJECTED, 30,
                             "the check to be reset")
         entry = check_entry(got, check)
@@ -342,7 +360,7 @@ class SpecEnv:
         self.ctx.check(gone is not None, f"request {name} (attempt {attempt}) deleted")
         following = self.request_name(wl, attempt + 1, check)
         self.wait_request(following, timeout=60, what=f"attempt {attempt + 1}")
-        requeued = self.ever(wl, lambda w: is_true(w, REQUEUED)
+        requeued = self.seen(wl, lambda w: is_true(w, REQUEUED)
                              and (condition(w, REQUEUED) or {}).get("reason") == REQUEUED_BACKOFF_FINISHED)
         self.ctx.check(requeued is not None, f"requeued after the backoff (Requeued=True/{REQUEUED_BACKOFF_FINISHED}); "
                                              f"attempt {attempt + 1} made: {following}")
@@ -398,17 +416,6 @@ def fast_boot(ctx: Context, **more: str) -> dict:
     """Request parameters for the fake: its new nodes Ready at once (like the kwok provider's), and `more`; none
     for the real CA (it has no such knobs)."""
     return ctx.injected({PARAM_BOOT_SECONDS: "0", **more})
-
-
-def eventually(pred: Callable[[], object], timeout: float, interval: float = 0.25):
-    """pred()'s first truthy value within `timeout` seconds, else its last (falsy) one: for a check that must be
-    able to fail (ctx.wait would stop the story instead)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got or time.monotonic() >= deadline:
-            return got
-        time.sleep(interval)
 
 
 # ---------------------------------------------------------------------------- small readers of a Workload

@@ -33,11 +33,11 @@ from k8s import workload as workloads
 from k8s.keys import (BOOKING_EXPIRED, CHECK_CAPACITY, CONSUME_PROVREQ_ANNOTATION, EVICTED,
                       EVICTED_BY_PREEMPTION, FINISHED, PARAM_BOOKING_SECONDS, PARAM_TTL_SECONDS, PROVISIONED,
                       PROVREQ_CLASS_ANNOTATION, ACCEPTED, BEST_EFFORT_ATOMIC, CheckState)
-from k8s.objects import condition, is_true
+from k8s.objects import condition, is_true, revision
 
-from ..harness import Context
+from ..harness import Context, eventually
 from ..record import Scenario, Spec
-from .kit import SpecEnv, check_entry, eventually, fast_boot, reason_of
+from .kit import SpecEnv, check_entry, fast_boot, reason_of
 
 WINDOW = 4.0               # seconds a state is watched for after the change that must not move it
 LOW, HIGH = 100, 1000      # WorkloadPriorityClass values
@@ -83,11 +83,21 @@ def deleted_on_eviction(ctx: Context) -> None:
         ctx.step("A high-priority Job needs the same quota: Kueue preempts the first")
         env.job("high", gpus=16, priority=f"{env.name}-high")
         got = env.wait_for(wl, lambda w: workloads.evicted(w), 30, "the eviction")
-        evicted_at = env.ever(wl, workloads.evicted)
         ctx.check(workloads.evicted_for(got, EVICTED_BY_PREEMPTION), f"Evicted={reason_of(got, EVICTED)}")
-        gone = eventually(lambda: env.deleted(name), 30)
-        ctx.check(gone is not None and gone >= evicted_at, f"request {name} deleted "
-                  + (f"{gone - evicted_at:.2f}s after the eviction" if gone else "(not within 30s)"))
+        ctx.check(*deleted_after(env, name, env.first_seen(wl, workloads.evicted), "the eviction"))
+
+
+def deleted_after(env: SpecEnv, name: str, event: tuple[float, dict] | None, what: str) -> tuple[bool, str]:
+    """Was request `name` deleted (within 30 s) after the Workload version `event` (when seen, the version)?
+    Judged by etcd revision: the deletion and the Workload's write reach this process on two watches, whose
+    order of arrival proves nothing.  (ok, what was seen)"""
+    gone = eventually(lambda: env.deletion(name), 30)
+    if event is None or gone is None:
+        return False, f"request {name} deleted after {what} ({what} seen: {event is not None}; deleted: " \
+                      f"{'yes' if gone else 'not within 30s'})"
+    return revision(gone[1]) > revision(event[1]), (
+        f"request {name} deleted after {what}: etcd revision {revision(event[1])}, then {revision(gone[1])} "
+        f"(seen {gone[0] - event[0]:.2f}s apart)")
 
 
 def provisioned_ready(ctx: Context) -> None:
@@ -115,7 +125,7 @@ def provisioned_ready(ctx: Context) -> None:
         got = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 90, "the check to be Ready")
         ready = env.wait_request(name, lambda p: is_true(p, PROVISIONED), 10, "Provisioned=True")
         env.drivers.append(f"then Provisioned=True/{(condition(ready, PROVISIONED) or {}).get('reason')}")
-        ctx.check(env.ever(blocker.workload, workloads.finished) is not None, "the first Job finished before")
+        ctx.check(env.seen(blocker.workload, workloads.finished) is not None, "the first Job finished before")
         want = [{"name": "main", "annotations": {CONSUME_PROVREQ_ANNOTATION: name,
                                                  PROVREQ_CLASS_ANNOTATION: BEST_EFFORT_ATOMIC}}]
         updates = check_entry(got, check).get("podSetUpdates")
@@ -136,10 +146,8 @@ def deleted_on_finish(ctx: Context) -> None:
         ready = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
         ctx.check(check_entry(ready, check).get("state") == CheckState.READY, "the check is Ready")
         done = env.wait_for(wl, workloads.finished, 90, "the Job to finish")
-        finished_at = env.ever(wl, workloads.finished)
-        gone = eventually(lambda: env.deleted(name), 30)
-        ctx.check(gone is not None and gone >= finished_at, f"request {name} deleted "
-                  + (f"{gone - finished_at:.2f}s after Finished={reason_of(done, FINISHED)}" if gone else "(not)"))
+        ctx.check(*deleted_after(env, name, env.first_seen(wl, workloads.finished),
+                                 f"Finished={reason_of(done, FINISHED)}"))
         now = env.get(wl)
         ctx.check(workloads.active(now) and not workloads.deactivated(now),
                   f"the Workload is active and not deactivated (Evicted={reason_of(now, EVICTED)})")
@@ -158,7 +166,7 @@ def booking_expired_ignored(ctx: Context) -> None:
         env.wait_request(name, lambda p: is_true(p, BOOKING_EXPIRED), 30, "BookingExpired=True")
         expired = env.driven(name, BOOKING_EXPIRED)
         at = time.time()
-        ctx.check(expired is not None and env.ever(wl, workloads.admitted) is not None,
+        ctx.check(expired is not None and env.seen(wl, workloads.admitted) is not None,
                   "the booking expired while the Workload was admitted")
         time.sleep(WINDOW)
         after = [o for t, o in env.versions(wl) if t >= at - 1]

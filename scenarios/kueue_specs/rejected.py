@@ -80,7 +80,7 @@ def revoked_while_admitted(ctx: Context) -> None:
                                    "120s", **{PARAM_REVOKE_AFTER: "3"})
         wl, name = running.workload, running.request
         pr = env.wait_request(name, lambda p: condition(p, CAPACITY_REVOKED), 30, "the revocation")
-        admitted = env.ever(wl, workloads.admitted)
+        admitted = env.seen(wl, workloads.admitted)
         revoked = env.driven(name, CAPACITY_REVOKED)
         ctx.check(admitted is not None and revoked is not None and not workloads.finished(env.get(wl)),
                   "the Workload was admitted and not finished when the capacity was revoked")

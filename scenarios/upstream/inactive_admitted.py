@@ -35,7 +35,7 @@ from k8s import job as jobs
 from k8s import workload as workloads
 from k8s.keys import (ADMITTED, CHECK_NAME, DEADLINE_CLASS_ANNOTATION, EVICTED, GPU, PARAM_STOCKOUT,
                            PROVREQ_PARAM_PREFIX, QUOTA_RESERVED, UPSTREAM_PREFIX)
-from k8s.objects import condition, meta
+from k8s.objects import condition, meta, revision
 from k8s.resources import CLUSTER_QUEUE, JOB, WORKLOAD
 from demo.timeline import svg
 from demo.timeline.log import EventLog
@@ -86,8 +86,8 @@ def order(w: kit.Changes, name: str, at_rv: int) -> tuple[str, dict | None, floa
     reserved = [(t, o) for t, typ, o in w.of(name) if workloads.quota_reserved(o)]
     if not reserved:
         return "never reserved", None, None
-    t, first = min(reserved, key=lambda x: kit.rv(x[1]))
-    return ("hit" if kit.rv(first) > at_rv else "reserved first"), first, t
+    t, first = min(reserved, key=lambda x: revision(x[1]))
+    return ("hit" if revision(first) > at_rv else "reserved first"), first, t
 
 
 def lanes(wl: dict) -> dict[str, str]:
@@ -120,7 +120,7 @@ def admission_sequence(events: list, since: float) -> str:
         if t < since or state == last:
             continue
         changed = [v if v != "-" else f"{k} gone" for k, v in state.items() if (last or {}).get(k, "-") != v]
-        out.append(f"+{(t - since) * 1000:.0f} ms rv {kit.rv(o)}: {', '.join(changed)}")
+        out.append(f"+{(t - since) * 1000:.0f} ms rv {revision(o)}: {', '.join(changed)}")
         last = state
     return "; ".join(out)
 
@@ -138,7 +138,7 @@ def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
             t0 = time.time()
             ctx.k.patch(WORKLOAD, held, {"spec": {"active": False}}, NS)           # releases the quota
             time.sleep(delay)
-            at = kit.rv(ctx.k.patch(WORKLOAD, target, {"spec": {"active": False}}, NS))
+            at = revision(ctx.k.patch(WORKLOAD, target, {"spec": {"active": False}}, NS))
             time.sleep(1.5)
             outcome, first, t = order(w, target, at)
             if t is not None:
@@ -146,7 +146,7 @@ def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
             final = ctx.k.get(WORKLOAD, target, NS)
             results.append({"trial": i, "delay": delay, "outcome": outcome, "first": first, "final": final})
             ctx.say(f"  trial {i + 1:2}: deactivated {delay * 1000:4.0f} ms after the release: {outcome}"
-                    + (f" (rv {kit.rv(first)} > {at}): {kit.conditions_line(final)}" if outcome == "hit" else ""))
+                    + (f" (rv {revision(first)} > {at}): {kit.conditions_line(final)}" if outcome == "hit" else ""))
             if outcome == "hit" and not any(r["outcome"] == "hit" for r in results[:-1]):
                 picture(log, w.of(target), t0)
                 ctx.say(f"    after the release: {admission_sequence(w.of(target), t0)}")
@@ -188,7 +188,7 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
                 hooks.release(hook_dir, "before-commit", key)
                 time.sleep(4)
             commits = [(t, o) for t, _, o in w.events if workloads.committed_timeout(o)]
-            at = min((kit.rv(o) for _, o in commits), default=None)
+            at = min((revision(o) for _, o in commits), default=None)
             outcome = order(w, meta(commits[0][1])["name"], at)[0] if commits else "admission won"
             after = [s for t, s in rec.samples if commits and t >= commits[0][0]]
             started = [t for t, _, j in jw.events if commits and t >= commits[0][0] and j["spec"].get("suspend") is False] \

@@ -21,7 +21,7 @@ from k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from k8s.keys import (ACTIVE, ADMITTED, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEACTIVATION_TARGET, EVICTED,
                            EXTERNAL_CHECK_FIELD_MANAGER, PROVISIONING_CONTROLLER, QUEUE_LABEL, QUOTA_RESERVED)
 from k8s import workload as workloads
-from k8s.objects import condition, format_time, is_true, labels, meta
+from k8s.objects import condition, format_time, is_true, labels, meta, revision
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, EVENT, JOB, LOCAL_QUEUE, PROVREQ_CONFIG,
                            RESOURCE_FLAVOR, WORKLOAD, WORKLOAD_PRIORITY_CLASS, Resource)
 from k8s.watch import Event
@@ -204,10 +204,6 @@ class Changes:
         return [e for e in list(self.events) if meta(e[2]).get("name") == name]
 
 
-def rv(obj: dict) -> int:
-    return int(meta(obj).get("resourceVersion") or 0)
-
-
 def events_of(ctx: Context, workload: str, namespace: str = NS) -> list[dict]:
     """The events recorded on a Workload (Kueue's), read now."""
     return ctx.k.list(EVENT, namespace, field_selector=f"involvedObject.name={workload}")[0]
@@ -303,7 +299,7 @@ class ExternalCheck:
                 return
             except (NotFound, ApiError, Unreachable):
                 return
-            self.writes.append(CheckWrite(time.time(), state, message, wl, rv(out)))
+            self.writes.append(CheckWrite(time.time(), state, message, wl, revision(out)))
 
 
 def workload_of(ctx: Context, job: str, namespace: str = NS) -> dict | None:

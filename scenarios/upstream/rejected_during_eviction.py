@@ -23,11 +23,11 @@ from k8s import job as jobs
 from k8s import workload as workloads
 from k8s.keys import (CHECK_NAME, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DEACTIVATION_TARGET, EVENT_CHECK_REJECTED,
                            EVICTED, EXTERNAL_CHECK_CONTROLLER, QUOTA_RESERVED, UPSTREAM_PREFIX, CheckState)
-from k8s.objects import condition, created_at, is_true, meta
+from k8s.objects import condition, created_at, is_true, meta, revision
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
 
-from ..harness import NS, Context
+from ..harness import NS, Context, eventually
 from ..recorder import Recorder
 from ..record import Report, Scenario
 from . import kit
@@ -66,7 +66,8 @@ def control(ctx: Context, ext: kit.ExternalCheck) -> float:
     t0 = time.time()
     wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and deactivated_by_kueue(w) and w, 30, "Kueue to deactivate")
     took = time.time() - t0
-    events = kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])
+    # Kueue records its events asynchronously (client-go's broadcaster), after the write that deactivates
+    events = eventually(lambda: kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, []), 15)
     ctx.check(bool(events), f"Kueue deactivated it within {took:.1f}s: {kit.conditions_line(wl)}; event "
                             f"{EVENT_CHECK_REJECTED}: {(events or ['none'])[0][:70]}")
     ctx.delete_job(name)
@@ -123,7 +124,7 @@ def run(ctx: Context) -> None:
                 if rej:
                     rec.mark("Retry, then Rejected", t=rej.t)
                 in_window = bool(at) and is_true(at, EVICTED) and workloads.quota_reserved(at)
-                ctx.say(f"  Rejected written on rv {kit.rv(at) if at else '-'}: {kit.conditions_line(at)}"
+                ctx.say(f"  Rejected written on rv {revision(at) if at else '-'}: {kit.conditions_line(at)}"
                         if rej else f"  no rejection landed in the window ({ext.conflicts} conflicts)")
                 ctx.step("What Kueue does with it: the control was deactivated within "
                          f"{took:.1f}s; watch for {max(3 * took, 5):.0f}s after the quota is released")
@@ -149,7 +150,7 @@ def run(ctx: Context) -> None:
                               "invariant: once the timeout was committed the Job never ran again; cleanup deleted it")]
     ctx.wait_pool_empty(120)
     picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: rejected during eviction")
-    evidence = (f"the external check's Rejected landed on rv {kit.rv(at)} ({kit.conditions_line(at)}); Kueue "
+    evidence = (f"the external check's Rejected landed on rv {revision(at)} ({kit.conditions_line(at)}); Kueue "
                 f"neither deactivated the Workload nor recorded {EVENT_CHECK_REJECTED}, released the quota and left "
                 f"it active and pending with the rejected check (the control was deactivated in {took:.1f}s)"
                 if ignored else

@@ -335,7 +335,7 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
         # the policy takes effect once the apiserver has loaded it: probe with a dry-run create
         probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": refused}}
         wait_for(lambda: _refused(k, probe), 30, what="the policy to take effect")
-        fake = own_fake_ca("--seed", str(seed), "--initial-backoff", "1s", "--initial-node-group-backoff", "3s")
+        fake = own_fake_ca("--seed", str(seed), "--initial-backoff", "1s", "--initial-node-group-backoff", "10s")
         pr = by_hand(2)
         name = pr["metadata"]["name"]
         wait_for(lambda: cond(k, name).get("Provisioned"), 30, what="a decision")
@@ -345,9 +345,10 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
         wait_for(lambda: not [n for n in nodes_of(k, pr["metadata"]["uid"])
                               if not n["metadata"].get("deletionTimestamp")], 10, what="the rollback")
         # the status ConfigMap is written at the end of the loop that rolled back (after its scale-down pass), so
-        # it may lag the condition by a moment; the group's backoff lasts 3s, the poll looks every 0.1s
+        # it may lag the condition by a moment; the group's backoff lasts 10s (long enough for the polls before
+        # this one on a loaded machine), this poll looks every 0.1s
         st = wait_for(lambda: group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
-                                            "gpupool"), 3, interval=0.1, what="the node group's backoff in the status ConfigMap")
+                                            "gpupool"), 10, interval=0.1, what="the node group's backoff in the status ConfigMap")
         assert st["backoffInfo"]["errorCode"] == "cloudProviderError"      # as executor.go records it
         assert st["backoffInfo"]["errorMessage"].startswith(f"failed to increase node group size: {refused}: ")
     finally:

@@ -73,6 +73,10 @@ def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
                          annotations={race.CLASS_ANNOTATION: "race-committed"})
             hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             restart("kube-apiserver")             # the controller holds a read made before the restart
+            # the recorder's own watches relist first (their retry backs off up to 15 s), so that it sees what
+            # the released controller writes: the mirror lives only for the cleanup TTL
+            wait_for(lambda: all(w.synced.is_set() and not w.last_error for w in rec.watches), 60,
+                     what="the recorder's watches to list again after the restart")
             hooks.release(hook_dir, "before-commit", key)
             wait_for(lambda: rec.job_uid and k.get_or_none(R.JOB, name, NS) is None, 120,
                      what="commit, mirror, cleanup after the restart")

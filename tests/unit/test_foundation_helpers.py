@@ -9,7 +9,7 @@ import pytest
 
 from k8s.duration import BadDuration, parse_duration
 from k8s.objects import (annotations, condition, created_at, deleting, format_time, is_true, labels,
-                              meta, name, name_of, owned_by, parse_time, seconds_since, spec, status, transition_time,
+                              meta, name, name_of, owned_by, parse_time, revision, seconds_since, spec, status, transition_time,
                               uid)
 
 
@@ -96,6 +96,13 @@ def test_accessors_read_plain_objects():
     assert not deleting(WL) and deleting({"metadata": {"deletionTimestamp": "2026-12-01T09:30:00Z"}})
     now = datetime(2026, 12, 1, 9, 30, 10, tzinfo=timezone.utc)
     assert seconds_since(created_at(WL), now) == 10 and seconds_since(None, now) is None
+
+
+@pytest.mark.parametrize("rv, want", [("1234", 1234), ("", 0), (None, 0), ("abc", 0), ([1], 0)])
+def test_a_resource_version_is_a_number_and_an_unreadable_one_sorts_first(rv, want):
+    obj = {"metadata": {"resourceVersion": rv}} if rv is not None else {"metadata": {}}
+    assert revision(obj) == want
+    assert revision(None) == 0
 
 
 @pytest.mark.parametrize("obj", [None, {}, {"metadata": None, "status": None}, {"metadata": "x", "status": []},
