@@ -27,7 +27,7 @@ from k8s.runtime import Store
 from k8s.watch import NotSynced, Watch, start_synced
 
 from .controllers import controllers_dir
-from .harness import NS, Context, ScenarioFailed
+from .harness import NS, Context, ScenarioFailed, eventually
 
 RECORDED = (JOB, WORKLOAD, PROVREQ, POD, NODE)
 LOG_LINE_MAX = 2000        # characters of a controller's log line kept in the event log
@@ -201,10 +201,7 @@ class Recorder:
         """`first(pred)`, waiting up to `timeout` seconds for the watches to deliver it: what a controller has
         just written (a hook paused it right after its patch) can reach the apiserver before it reaches
         this recorder's watch.  None if still not seen."""
-        end = time.monotonic() + timeout
-        while (t := self.first(pred)) is None and time.monotonic() < end:
-            time.sleep(min(self.interval, 0.1))
-        return t
+        return eventually(lambda: self.first(pred), timeout, interval=min(self.interval, 0.1))
 
     def cleaned_up_after_ttl(self) -> tuple[bool, str]:
         """Did the Job disappear only once its armed cleanup time had passed?  (ok, what was seen)"""

@@ -28,7 +28,7 @@ from k8s.keys import (BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CA_FIELD_MANAGER, CHE
                       EVICTED_BY_ADMISSION_CHECK, EVICTED_WORKLOADS_METRIC, FAILED, FAKE_CA_FIELD_MANAGER, FIELD_MANAGER,
                       GPU, JOB_NAME_LABEL, PARAM_BOOT_SECONDS, PARAM_FAIL_ATTEMPTS, PARAM_NO_RETRY, PRIORITY_CLASS_LABEL,
                       PROVREQ_CONDITIONS, REQUEUED, REQUEUED_BACKOFF_FINISHED, SPEC_PREFIX, SPECS_NAMESPACE, CheckState)
-from k8s.objects import condition, is_true, meta, spec as spec_of
+from k8s.objects import condition, is_true, meta, revision, spec as spec_of
 from k8s.paths import POOLS_FILE
 from k8s.resources import NAMESPACE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event
@@ -416,6 +416,18 @@ def fast_boot(ctx: Context, **more: str) -> dict:
     """Request parameters for the fake: its new nodes Ready at once (like the kwok provider's), and `more`; none
     for the real CA (it has no such knobs)."""
     return ctx.injected({PARAM_BOOT_SECONDS: "0", **more})
+
+
+def after_by_revision(before: tuple[float, dict] | None, after: tuple[float, dict] | None, claim: str,
+                      missing: str) -> tuple[bool, str]:
+    """Did the write `after` come after the write `before` (each as a watch saw it: (time, object))?  Judged by
+    etcd revision: the two reach this process on two watches, whose order of arrival proves nothing; the times
+    they were seen are said too.  `missing` says what was not seen when one is None.  (ok, what was seen)"""
+    if before is None or after is None:
+        return False, f"{claim} ({missing})"
+    return revision(after[1]) > revision(before[1]), (
+        f"{claim}: etcd revision {revision(before[1])}, then {revision(after[1])} "
+        f"(seen {after[0] - before[0]:+.2f}s apart)")
 
 
 # ---------------------------------------------------------------------------- small readers of a Workload

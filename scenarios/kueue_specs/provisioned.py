@@ -33,11 +33,11 @@ from k8s import workload as workloads
 from k8s.keys import (BOOKING_EXPIRED, CHECK_CAPACITY, CONSUME_PROVREQ_ANNOTATION, EVICTED,
                       EVICTED_BY_PREEMPTION, FINISHED, PARAM_BOOKING_SECONDS, PARAM_TTL_SECONDS, PROVISIONED,
                       PROVREQ_CLASS_ANNOTATION, ACCEPTED, BEST_EFFORT_ATOMIC, CheckState)
-from k8s.objects import condition, is_true, revision
+from k8s.objects import condition, is_true
 
 from ..harness import Context, eventually
 from ..record import Scenario, Spec
-from .kit import SpecEnv, check_entry, fast_boot, reason_of
+from .kit import SpecEnv, after_by_revision, check_entry, fast_boot, reason_of
 
 WINDOW = 4.0               # seconds a state is watched for after the change that must not move it
 LOW, HIGH = 100, 1000      # WorkloadPriorityClass values
@@ -89,15 +89,10 @@ def deleted_on_eviction(ctx: Context) -> None:
 
 def deleted_after(env: SpecEnv, name: str, event: tuple[float, dict] | None, what: str) -> tuple[bool, str]:
     """Was request `name` deleted (within 30 s) after the Workload version `event` (when seen, the version)?
-    Judged by etcd revision: the deletion and the Workload's write reach this process on two watches, whose
-    order of arrival proves nothing.  (ok, what was seen)"""
+    (ok, what was seen)"""
     gone = eventually(lambda: env.deletion(name), 30)
-    if event is None or gone is None:
-        return False, f"request {name} deleted after {what} ({what} seen: {event is not None}; deleted: " \
-                      f"{'yes' if gone else 'not within 30s'})"
-    return revision(gone[1]) > revision(event[1]), (
-        f"request {name} deleted after {what}: etcd revision {revision(event[1])}, then {revision(gone[1])} "
-        f"(seen {gone[0] - event[0]:.2f}s apart)")
+    return after_by_revision(event, gone, f"request {name} deleted after {what}",
+                             f"{what} seen: {event is not None}; deleted: {'yes' if gone else 'not within 30s'}")
 
 
 def provisioned_ready(ctx: Context) -> None:

@@ -25,13 +25,13 @@ import time
 from k8s import workload as workloads
 from k8s.keys import (CHECK_CAPACITY, KUEUE_MANAGED_LABEL, NO_REQUEST_NEEDED, PARAM_VALID_UNTIL, PROVREQ_PARAM_PREFIX,
                       QUOTA_RESERVED, CheckState, DEMO_POOL)
-from k8s.objects import condition, is_true, meta, revision, spec
+from k8s.objects import condition, is_true, meta, spec
 from k8s.resources import POD_TEMPLATE
 from k8s.watch import Event
 
 from ..harness import Context
 from ..record import Scenario, Spec
-from .kit import SpecEnv, check_entry, flavor_spec, pools, reason_of
+from .kit import SpecEnv, after_by_revision, check_entry, flavor_spec, pools, reason_of
 
 EXAMPLE_RESOURCE = "example.org/res1"             # the suite's customResourceOne: no node has it
 WINDOW = 5.0                                      # seconds an absence is watched for
@@ -88,17 +88,11 @@ def no_request_before_quota(ctx: Context) -> None:
 
 
 def made_after_quota(env: SpecEnv, wl: str, prefix: str, what: str, why: str = "") -> tuple[bool, str]:
-    """Was the first request named `prefix`* made after the Workload's quota was reserved?  Judged by etcd
-    revision (the two writes reach this process on two watches, whose order of arrival proves nothing); the
-    times they were seen are said too.  (ok, what was seen)"""
+    """Was the first request named `prefix`* made after the Workload's quota was reserved?  (ok, what was seen)"""
     quota = env.first_seen(wl, workloads.quota_reserved)
     made = next(((t, o) for t, typ, o in env.request_events(prefix) if typ == Event.ADDED), None)
-    if quota is None or made is None:
-        return False, f"{what} made after the quota was reserved (quota seen: {quota is not None}, request " \
-                      f"seen: {made is not None})"
-    return revision(made[1]) > revision(quota[1]), (
-        f"{what} was made after the quota was reserved{why}: etcd revision {revision(quota[1])}, then "
-        f"{revision(made[1])} (seen {made[0] - quota[0]:+.2f}s apart)")
+    return after_by_revision(quota, made, f"{what} was made after the quota was reserved{why}",
+                             f"quota seen: {quota is not None}, request seen: {made is not None}")
 
 
 def no_request_for_zero_pods(ctx: Context) -> None:

@@ -48,8 +48,8 @@ NAME = "upstream-12542"
 QUEUE = f"{UPSTREAM_PREFIX}12542"
 DEADLINE = "20s"
 # A request the watch saw this long after it saw the eviction was made after it: a reconcile already under way
-# when the Evicted write lands can still make one (the loop makes about 60 a second, so 2 s of a loop that went
-# on would be ~120 requests).
+# when the Evicted write lands can still make one (the loop made 28 to 61 a second in the runs on record,
+# docs/upstream.md, so 2 s of a loop that went on would be dozens of requests).
 EVICTION_GRACE = 2.0
 
 
