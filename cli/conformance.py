@@ -85,7 +85,7 @@ def conformance_cmd(kube_client, kubeconfig, autoscaler, scan_interval, only, wi
     table = DEVIATIONS_DOC.read_text()
     diffs = fidelity.compare(fake, real, DEVIATIONS, table, cf.TIMINGS) if fake and real else []
     click.echo(fidelity.report_text([n for n in names if n[0] not in not_run], fake, real, real_label, diffs,
-                                    cf.TIMINGS))
+                                    cf.TIMINGS, cf.KNOBS, cf.UNTIMED))
     records = json.dumps({k: [r.to_dict() for r in v] for k, v in results.items()}, indent=1)
     (runs / "conformance.json").write_text(records)
     errors = [r for rs in results.values() for r in rs if r.error]
@@ -115,9 +115,11 @@ def conformance_cmd(kube_client, kubeconfig, autoscaler, scan_interval, only, wi
             f"run took {took:.0f}s; raw records: [{raw.name}]({raw.name})"]
         raw.write_text(records)
         out.write_text(fidelity.report_markdown(command, time.strftime("%Y-%m-%d %H:%M %Z"), settings_lines, names,
-                                                fake, real, real_label, diffs, stale, cf.TIMINGS, not_run))
-        click.echo(f"\n{len(diffs)} difference(s): {len(diffs) - len(bad)} documented, {len(bad)} undocumented; "
-                   f"report {out} (run took {took:.0f}s)")
+                                                fake, real, real_label, diffs, stale, cf.TIMINGS, not_run,
+                                                cf.KNOBS, cf.UNTIMED))
+        likeness, injected = fidelity.split(names, cf.KNOBS)
+        click.echo(f"\nlikeness probes: {fidelity.tally(diffs, likeness)}; fault-injection probes (knobs only the "
+                   f"fake reads): {fidelity.tally(diffs, injected)}; report {out} (run took {took:.0f}s)")
         for d in bad:
             click.echo(f"  UNDOCUMENTED {d.probe} {d.aspect}:\n    fake: {d.fake}\n    real: {d.real}")
         for d in stale:

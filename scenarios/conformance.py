@@ -128,6 +128,8 @@ class Probe:
     long: bool = False                # runs only with --long (a hardcoded real timer)
     settle_scans: float = 1.0         # after the last step: watch on this many scan intervals + 1 s
     groups: tuple[str, ...] = ()      # the node groups whose state is compared ((): those its PodSets name)
+    knob: tuple[str, str] = ()        # fault injection: (the request parameter only the fake reads, what it does)
+    untimed: str = ""                 # a likeness probe with no claim about time: why there is none
 
     def node_groups(self) -> tuple[str, ...]:
         """The node groups whose state is compared: `groups`, else the pools its PodSets name; () for all (a
@@ -200,28 +202,45 @@ def _p(*pairs: str) -> tuple[tuple[str, str], ...]:
     return tuple((pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2))
 
 
+CREATED = "mark created a"
+
+
+def answered_in(what: str, end: str, start: str = CREATED) -> Gap:
+    """The claim that both answer as fast: from the request's creation to `end`."""
+    return Gap(f"created to {what}", start, end)
+
+
+TO_FOUND = answered_in("CapacityIsFound", "a Provisioned=True/*")
+TO_PROVISIONED = answered_in("Provisioned", "a Provisioned=True/*")
+TO_NOT_FOUND = answered_in("CapacityIsNotFound", "a Provisioned=False/*")
+TO_FAILED = answered_in("Failed", "a Failed=True/*")
+TO_BOTH = (answered_in("the 1st answer", "* Provisioned=*#1", "mark created *"),
+           answered_in("the 2nd answer", "* Provisioned=*#2", "mark created *"))
+
+
 PROBES = (
     Probe("gang-scale-up", "a gang that fits: 2 × 8 GPU, empty pool of max 2: Accepted, two nodes, Provisioned "
-          "(two writes, the second a server-side apply)", (ask("a", 2),)),
+          "(two writes, the second a server-side apply)", (ask("a", 2),), gaps=(TO_PROVISIONED,)),
     Probe("gang-over-max", "a gang over the pool max: 3 × 8 GPU, pool max 2: CapacityIsNotFound, no node, never Failed",
-          (ask("a", 3),)),
+          (ask("a", 3),), gaps=(TO_NOT_FOUND,)),
     Probe("existing-capacity", "1 × 8 GPU that fits a free node that already exists: CapacityIsFound, no node",
-          (ask("a"),), free_nodes=1),
+          (ask("a"),), free_nodes=1, gaps=(TO_FOUND,)),
     Probe("booking-holds-capacity", "two 1 × 8 GPU requests at once, one free node: the first books it, the second "
-          "scales up", (ask("a"), ask("b")), free_nodes=1),
+          "scales up", (ask("a"), ask("b")), free_nodes=1, gaps=TO_BOTH),
     Probe("missing-template", "a request whose PodTemplate does not exist: Failed/FailedToCreatePods",
-          (ask("a", template=False),)),
+          (ask("a", template=False),), gaps=(TO_FAILED,)),
     Probe("template-after-request", "the PodTemplate created after its request was answered (kubernetes-sigs/kueue#3957): "
           "Failed/FailedToCreatePods, and it stays Failed", (ask("a"),),
-          steps=(create("a"), answered("a"), Step("template", ("a",)), wait(scans=2))),
+          steps=(create("a"), answered("a"), Step("template", ("a",)), wait(scans=2)), gaps=(TO_FAILED,)),
     Probe("unknown-class", f"class {QUEUED_PROVISIONING_CLASS}, which neither autoscaler handles: untouched",
-          (ask("a", cls=QUEUED_PROVISIONING_CLASS),), steps=(create("a"), wait(scans=2))),
+          (ask("a", cls=QUEUED_PROVISIONING_CLASS),), steps=(create("a"), wait(scans=2)),
+          untimed="neither answers it"),
     Probe("check-capacity-fits", "check-capacity 1 × 8 GPU, one free node: CapacityIsFound",
-          (ask("a", cls=CHECK_CAPACITY),), free_nodes=1),
+          (ask("a", cls=CHECK_CAPACITY),), free_nodes=1, gaps=(TO_FOUND,)),
     Probe("check-capacity-not-found", "check-capacity 2 × 8 GPU, empty pool: CapacityIsNotFound, no node",
-          (ask("a", 2, cls=CHECK_CAPACITY),)),
+          (ask("a", 2, cls=CHECK_CAPACITY),), gaps=(TO_NOT_FOUND,)),
     Probe("check-capacity-no-retry", "check-capacity 2 × 8 GPU with noRetry, empty pool: Failed/CapacityIsNotFound",
-          (ask("a", 2, cls=CHECK_CAPACITY, params=_p(PARAM_NO_RETRY, "true")),)),
+          (ask("a", 2, cls=CHECK_CAPACITY, params=_p(PARAM_NO_RETRY, "true")),), gaps=(TO_FAILED,)),
     Probe("one-request-per-loop", "three 1 × 8 GPU requests created at once, pool max 2: one per loop, the next loop "
           "at once after one that processed a request; two scale up, the third is not found",
           (ask("a"), ask("b"), ask("c")),
@@ -235,7 +254,8 @@ PROBES = (
                 Gap("retry 3", "a Provisioned=False/*#3", "a Provisioned=False/*#4")), settle_scans=0),
     Probe("deleted-request-releases-booking", "a request books a free node; deleted, its booking goes: a second "
           "request gets the node (CapacityIsFound), no scale-up", (ask("a"), ask("b")), free_nodes=1,
-          steps=(create("a"), answered("a"), Step("delete", ("a",)), wait(scans=1), create("b"), answered("b"))),
+          steps=(create("a"), answered("a"), Step("delete", ("a",)), wait(scans=1), create("b"), answered("b")),
+          gaps=(answered_in("CapacityIsFound (b)", "b Provisioned=True/*", "mark created b"),)),
     Probe("scale-down-after-unneeded", f"a scale-up's node, its request deleted: removed after --scale-down-unneeded "
           f"({S.unneeded:g}s)", (ask("a"),),
           steps=(create("a"), answered("a"), Step("delete", ("a",)),
@@ -248,51 +268,71 @@ PROBES = (
           gaps=(Gap("Provisioned to BookingExpired", "a Provisioned=True/*", "a BookingExpired=True/*"),
                 Gap("BookingExpired to node deleted", "a BookingExpired=True/*", "node deleted")), long=True),
     Probe("two-podsets", "one request of two PodSets, 1 × 8 GPU and 2 × 4 GPU: two nodes, all or nothing",
-          (Ask("a", (Pods(1, 8), Pods(2, 4))),)),
+          (Ask("a", (Pods(1, 8), Pods(2, 4))),), gaps=(TO_PROVISIONED,)),
     Probe("selector-no-pool", "a nodeSelector no pool has: CapacityIsNotFound, no node",
-          (Ask("a", (Pods(1, 8, selector=(("agentpool", "nowhere"),)),)),)),
+          (Ask("a", (Pods(1, 8, selector=(("agentpool", "nowhere"),)),)),), gaps=(TO_NOT_FOUND,)),
     Probe("taint-not-tolerated", "the GPU pool's taint not tolerated: CapacityIsNotFound, no node",
-          (Ask("a", (Pods(1, 8, tolerate=False),)),)),
+          (Ask("a", (Pods(1, 8, tolerate=False),)),), gaps=(TO_NOT_FOUND,)),
     Probe("last-capacity-race", "one node of the pool's 2 taken, then two 1 × 8 GPU requests at once for the last one: "
           "one scales up, the other is not found", (ask("c"), ask("a"), ask("b")),
-          steps=(create("c"), answered("c"), create("a", "b"), answered("a", "b"))),
+          steps=(create("c"), answered("c"), create("a", "b"), answered("a", "b")),
+          gaps=(answered_in("the 1st answer (a, b)", "* Provisioned=*#2"),
+                answered_in("the 2nd answer (a, b)", "* Provisioned=*#3"))),
     Probe("busy-node-spare-gpus", "a free node with a running 4-GPU pod: 1 × 4 GPU fits its 4 spare GPUs "
-          "(CapacityIsFound), 1 × 8 GPU scales up", (ask("a", gpus=4), ask("b")), free_nodes=1, busy_gpus=4),
+          "(CapacityIsFound), 1 × 8 GPU scales up", (ask("a", gpus=4), ask("b")), free_nodes=1, busy_gpus=4,
+          gaps=TO_BOTH),
     Probe("booking-consumed-by-pods", "a request books 4 GPUs of a free node, then a pod consuming it runs there; a "
           "second 1 × 4 GPU request (kubernetes/autoscaler#9805)", (ask("a", gpus=4), ask("b", gpus=4)), free_nodes=1,
-          steps=(create("a"), answered("a"), Step("pod", ("a",)), wait(scans=2), create("b"), answered("b"))),
+          steps=(create("a"), answered("a"), Step("pod", ("a",)), wait(scans=2), create("b"), answered("b")),
+          untimed="the two answer b differently (D9): no common event to time"),
     Probe("vm-boots", "a request with fakeCABootSeconds=4 (a VM that boots): the node's Ready after its creation",
           (ask("a", params=_p(PARAM_BOOT_SECONDS, "4")),),
           steps=(create("a"), answered("a"), Step("until", selector="node ready", seconds=15)),
-          gaps=(Gap("node created to ready", "node created", "node ready"),), settle_scans=0),
+          gaps=(Gap("node created to ready", "node created", "node ready"),), settle_scans=0,
+          knob=(PARAM_BOOT_SECONDS, "the fake's node becomes Ready this many seconds after it is created (a VM's "
+                "boot); the kwok provider's nodes are Ready at once")),
     Probe("stockout-injected", "a request with fakeCAStockout=true (the fake's injected cloud refusal)",
-          (ask("a", params=_p(PARAM_STOCKOUT, "true")),)),
+          (ask("a", params=_p(PARAM_STOCKOUT, "true")),),
+          knob=(PARAM_STOCKOUT, "the fake answers CapacityIsNotFound as if the cloud refused the scale-up")),
     Probe("valid-until-ignored", "3 × 8 GPU with ValidUntilSeconds=1: never read, CapacityIsNotFound, never Failed",
-          (ask("a", 3, params=_p(PARAM_VALID_UNTIL, "1")),)),
+          (ask("a", 3, params=_p(PARAM_VALID_UNTIL, "1")),), gaps=(TO_NOT_FOUND,)),
     Probe("valid-until-honored", "3 × 8 GPU with ValidUntilSeconds=0 and fakeCAHonorValidUntil=true",
-          (ask("a", 3, params=_p(PARAM_VALID_UNTIL, "0", PARAM_HONOR_VALID_UNTIL, "true")),)),
+          (ask("a", 3, params=_p(PARAM_VALID_UNTIL, "0", PARAM_HONOR_VALID_UNTIL, "true")),),
+          knob=(PARAM_HONOR_VALID_UNTIL, "the fake fails a request older than its ValidUntilSeconds "
+                "(Failed/ValidUntilSecondsExpired); no real CA code reads ValidUntilSeconds")),
     Probe("revoke-after-provisioned", "a request with fakeCARevokeAfterSeconds=1 (injected CapacityRevoked)",
-          (ask("a", params=_p(PARAM_REVOKE_AFTER, "1")),), free_nodes=1, settle_scans=2),
+          (ask("a", params=_p(PARAM_REVOKE_AFTER, "1")),), free_nodes=1, settle_scans=2,
+          knob=(PARAM_REVOKE_AFTER, "the fake writes CapacityRevoked=True this many seconds after Provisioned=True")),
     Probe("revoke-before-provisioned", "3 × 8 GPU with fakeCARevokeBeforeProvisionedSeconds=0 (injected "
           "CapacityRevoked before any answer)",
-          (ask("a", 3, params=_p(PARAM_REVOKE_UNPROVISIONED, "0")),), steps=(create("a"), wait(scans=3))),
+          (ask("a", 3, params=_p(PARAM_REVOKE_UNPROVISIONED, "0")),), steps=(create("a"), wait(scans=3)),
+          knob=(PARAM_REVOKE_UNPROVISIONED, "the fake writes CapacityRevoked=True once a request never provisioned "
+                "is this many seconds old")),
     Probe("fail-attempts-injected", "a request with fakeCAFailAttempts=1 (an injected Failed of attempt 1)",
-          (ask("a", params=_p(PARAM_FAIL_ATTEMPTS, "1")),), free_nodes=1),
+          (ask("a", params=_p(PARAM_FAIL_ATTEMPTS, "1")),), free_nodes=1,
+          knob=(PARAM_FAIL_ATTEMPTS, "the fake answers Failed on attempts 1..N (the number at the end of Kueue's "
+                "request name)")),
     Probe("booking-seconds-injected", "a request with fakeCABookingSeconds=1 (a booking of its own length)",
-          (ask("a", params=_p(PARAM_BOOKING_SECONDS, "1")),), free_nodes=1, settle_scans=2),
+          (ask("a", params=_p(PARAM_BOOKING_SECONDS, "1")),), free_nodes=1, settle_scans=2,
+          knob=(PARAM_BOOKING_SECONDS, "the fake's booking of this request lasts this many seconds (the real one's: "
+                "a hardcoded 10 minutes)")),
     Probe("ttl-injected", "a request with fakeCATTLSeconds=1 (deleted a second after its answer)",
-          (ask("a", params=_p(PARAM_TTL_SECONDS, "1")),), free_nodes=1, settle_scans=2),
+          (ask("a", params=_p(PARAM_TTL_SECONDS, "1")),), free_nodes=1, settle_scans=2,
+          knob=(PARAM_TTL_SECONDS, "the fake deletes the request this many seconds after Provisioned or Failed (the "
+                "real one's: 7 days)")),
     Probe("expander-choice", "1 pod of 1 CPU, no nodeSelector, tolerating the GPU pool's taint: every pool fits it",
-          (Ask("a", (Pods(1, 0, pool="", cpu="1"),)),)),
+          (Ask("a", (Pods(1, 0, pool="", cpu="1"),)),), gaps=(TO_PROVISIONED,)),
     Probe("scheduling-host-port", "2 pods of 1 GPU, each with hostPort 8080: one node holds only one of them",
-          (Ask("a", (Pods(2, 1, host_port=8080),)),)),
+          (Ask("a", (Pods(2, 1, host_port=8080),)),), gaps=(TO_PROVISIONED,)),
     Probe("pending-pod-without-request", f"a plain pending pod of 1 CPU on the {ON_DEMAND_POOL} pool, no "
           "ProvisioningRequest", (), steps=(Step("pod", ("plain",)), wait(seconds=2, scans=3)),
-          groups=(ON_DEMAND_POOL,)),
+          groups=(ON_DEMAND_POOL,),
+          untimed="no request: nothing to answer (the real one's scale-up for the pod is D12)"),
     Probe("check-capacity-processor-instance", "check-capacity 1 × 8 GPU with parameters.processorInstance=other, "
           "one free node; neither autoscaler runs as that instance", (ask("a", cls=CHECK_CAPACITY,
                                                                            params=_p(PARAM_PROCESSOR_INSTANCE, "other")),),
-          free_nodes=1, steps=(create("a"), wait(scans=2))),
+          free_nodes=1, steps=(create("a"), wait(scans=2)),
+          untimed="neither answers it"),
     # last: its node group stays backed off (the fake) for a while after it
     Probe("never-ready-backoff", f"a node of {STUCK_POOL} that never becomes Ready: past --max-node-provision-time "
           f"({S.max_node_provision_time:g}s) it is removed and the group backs off ({GB}), visible in the status "
@@ -305,6 +345,8 @@ PROBES = (
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
 TIMINGS = {p.name: p.gaps for p in PROBES}
+KNOBS = {p.name: p.knob for p in PROBES if p.knob}          # fault injection: probe -> (parameter, what it does)
+UNTIMED = {p.name: p.untimed for p in PROBES if p.untimed}  # likeness probes with no claim about time: why
 
 
 def probe_provreq_name(probe: Probe, a: Ask) -> str:

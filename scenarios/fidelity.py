@@ -416,6 +416,40 @@ def probe_verdict(diffs: list[Difference], probe: str, a: str, link: bool = Fals
     return f"differs: documented ({_linked(d.documented) if link else d.documented})"
 
 
+# an aspect whose value, the same in both, says nothing was there to compare: what the cell says instead of "same"
+VACUOUS = {"order": {"(one request)": "one request", "(no condition written)": "nothing written"},
+           "messages": {"(none)": "nothing written"},
+           "writers": {"(none)": "no field manager recorded"},
+           "groups": {"(no status ConfigMap)": "no status ConfigMap"},
+           "timing": {"(no claim about time)": "no claim"}}
+
+
+def cell(diffs: list[Difference], fake: Record, real: Record, probe: str, a: str, gaps: tuple[Gap, ...] = (),
+         link: bool = False, untimed: str = "") -> str:
+    """The verdict of one aspect as a table shows it: "same" only where something was compared; "— (why)" where
+    both have nothing to compare (one request has no order across requests; a probe with no claim about time,
+    `untimed` saying why)."""
+    verdict = probe_verdict(diffs, probe, a, link)
+    value = aspect(fake, a, gaps)
+    why = VACUOUS.get(a, {}).get(value)
+    if verdict != "same" or why is None or aspect(real, a, gaps) != value:
+        return verdict
+    return f"— ({why}: {untimed})" if untimed and a == "timing" else f"— ({why})"
+
+
+def split(probes: list[tuple[str, str]], knobs: dict[str, tuple[str, str]]) -> tuple[list, list]:
+    """The likeness probes (the same behaviour put to both) and the fault-injection ones (a knob only the fake
+    reads), each in the given order."""
+    return [p for p in probes if p[0] not in knobs], [p for p in probes if p[0] in knobs]
+
+
+def tally(diffs: list[Difference], probes: list[tuple[str, str]]) -> str:
+    names = {p for p, _ in probes}
+    mine = [d for d in diffs if d.probe in names]
+    bad = undocumented(mine)
+    return f"{len(mine)} difference(s), {len(mine) - len(bad)} documented, {len(bad)} undocumented"
+
+
 def _linked(row: str) -> str:
     return f"[{row}]({ROWS_LINKS[row[0]]})"
 
@@ -432,19 +466,26 @@ def side_by_side(left: list[str], right: list[str], width: int = 58) -> list[str
 
 
 def report_text(probes: list[tuple[str, str]], fake: list[Record], real: list[Record], real_label: str,
-                diffs: list[Difference], timings: dict[str, tuple[Gap, ...]] | None = None) -> str:
+                diffs: list[Difference], timings: dict[str, tuple[Gap, ...]] | None = None,
+                knobs: dict[str, tuple[str, str]] | None = None, untimed: dict[str, str] | None = None) -> str:
     """The terminal table: per probe, both timelines side by side, the claims about time, then a verdict
-    per aspect."""
+    per aspect (a fault-injection probe says which knob only the fake reads)."""
     f_by, r_by = {r.probe: r for r in fake}, {r.probe: r for r in real}
+    knobs, untimed = knobs or {}, untimed or {}
     out = []
     for probe, what in probes:
         out.append(f"\n{probe}: {what}")
+        if probe in knobs:
+            out.append(f"  fault injection: {knobs[probe][0]}, a knob only the fake reads ({knobs[probe][1]})")
         out += side_by_side(["fake"] + timeline(f_by[probe], wrap=True) if probe in f_by else ["fake: not run"],
                             [real_label] + timeline(r_by[probe], wrap=True) if probe in r_by
                             else [f"{real_label}: not run"])
         if probe in f_by and probe in r_by:
             out += ["  " + line for line in timing_lines(f_by[probe], r_by[probe], (timings or {}).get(probe, ()))]
-            out.append("  " + "; ".join(f"{a}: {probe_verdict(diffs, probe, a)}" for a in ASPECTS))
+            gaps = (timings or {}).get(probe, ())
+            why = untimed.get(probe, "")
+            out.append("  " + "; ".join(f"{a}: {cell(diffs, f_by[probe], r_by[probe], probe, a, gaps, untimed=why)}"
+                                        for a in ASPECTS))
     return "\n".join(out)
 
 
@@ -461,12 +502,17 @@ def _md(text: str) -> str:
 def report_markdown(command: str, when: str, settings: list[str], probes: list[tuple[str, str]],
                     fake: list[Record], real: list[Record], real_label: str, diffs: list[Difference],
                     stale: list[Deviation], timings: dict[str, tuple[Gap, ...]] | None = None,
-                    not_run: dict[str, str] | None = None) -> str:
-    """docs/fidelity.md: what ran, the verdicts, every timeline, every difference and its row in
-    docs/autoscaler.md; `not_run`: probe -> why it did not run (a long probe without --long)."""
+                    not_run: dict[str, str] | None = None, knobs: dict[str, tuple[str, str]] | None = None,
+                    untimed: dict[str, str] | None = None) -> str:
+    """docs/fidelity.md: what ran, the verdicts of the likeness probes, the fault-injection probes apart
+    (`knobs`: probe -> the parameter only the fake reads and what it does), every timeline, every difference
+    and its row in docs/autoscaler.md; `not_run`: probe -> why it did not run (a long probe without --long);
+    `untimed`: a likeness probe with no claim about time -> why."""
     f_by, r_by = {r.probe: r for r in fake}, {r.probe: r for r in real}
-    timings, not_run = timings or {}, not_run or {}
-    bad = undocumented(diffs)
+    timings, not_run, knobs, untimed = timings or {}, not_run or {}, knobs or {}, untimed or {}
+    likeness, injected = split(probes, knobs)
+    ran_likeness = [p for p, _ in likeness if p in f_by and p in r_by]
+    timed = [p for p in ran_likeness if timings.get(p)]
     lines = [
         "# Fidelity: the fake autoscaler against the real Cluster Autoscaler 1.36.1",
         "",
@@ -484,15 +530,44 @@ def report_markdown(command: str, when: str, settings: list[str], probes: list[t
         f"about time within {TOLERANCE_SCANS:g} scan interval(s) + {TOLERANCE_SLACK:g}s (a claim about loops: tighter, "
         "as it says).",
         "",
-        f"**Result: {len(diffs)} difference(s), {len(diffs) - len(bad)} documented, {len(bad)} undocumented.**",
+        f"Two kinds of probe. **Likeness** ({len(likeness)} probes): the same behaviour put to both, so a cell "
+        "\"same\" is a claim that the fake behaves like the real one; \"—\" marks an aspect with nothing to "
+        "compare (one request has no order across requests; a probe that makes no claim about time says why). "
+        f"{len(timed)} of the {len(ran_likeness)} likeness probes that ran make a claim about time."
+        + (f" **Fault injection** ({len(injected)} probes, [below](#fault-injection-knobs-only-the-fake-reads)): "
+           "a request parameter only the fake reads; they show what each knob does, not a likeness."
+           if injected else ""),
+        "",
+        f"**Likeness: {tally(diffs, likeness)}.**"
+        + (f" Fault injection: {tally(diffs, injected)} (each the knob's own effect)." if injected else ""),
         "",
         "| probe | what | " + " | ".join(ASPECTS) + " |",
         "| --- | --- | " + " | ".join("---" for _ in ASPECTS) + " |",
     ]
-    for probe, what in probes:
-        cells = [probe_verdict(diffs, probe, a, link=True) if probe in f_by and probe in r_by
-                 else not_run.get(probe, "not run") for a in ASPECTS]
+    for probe, what in likeness:
+        cells = [cell(diffs, f_by[probe], r_by[probe], probe, a, timings.get(probe, ()), True, untimed.get(probe, ""))
+                 if probe in f_by and probe in r_by else not_run.get(probe, "not run") for a in ASPECTS]
         lines.append(f"| {probe} | {_md(what)} | " + " | ".join(cells) + " |")
+    if injected:
+        lines += ["", "## Fault injection: knobs only the fake reads", "",
+                  "Each of these probes sets a request parameter that only the fake reads (the fake's way to inject "
+                  "a fault or a timer a scenario needs). The real autoscaler ignores parameters it does not know, so "
+                  "it answers the same request as it would without the knob: its writes below are what it did. A "
+                  "difference here is the knob's effect, documented in docs/autoscaler.md; it is not counted as a "
+                  "likeness.", "",
+                  "| probe | knob: what the fake does | fake's writes | the real one's writes (it ignores the knob) "
+                  "| differences |",
+                  "| --- | --- | --- | --- | --- |"]
+        for probe, what in injected:
+            param, does = knobs[probe]
+            if probe in f_by and probe in r_by:
+                found = [d for d in diffs if d.probe == probe]
+                said = "; ".join(f"{d.aspect}: " + (f"documented ({_linked(d.documented)})" if d.documented
+                                                    else "UNDOCUMENTED") for d in found) or "none"
+                lines.append(f"| {probe} | `{param}`: {_md(does)} | `{_md(sequence(f_by[probe]))}` "
+                             f"| `{_md(sequence(r_by[probe]))}` | {said} |")
+            else:
+                lines.append(f"| {probe} | `{param}`: {_md(does)} | {not_run.get(probe, 'not run')} | | |")
     for probe, what in probes:
         lines += ["", f"## {probe}: {what}", ""]
         if probe in not_run and probe not in f_by and probe not in r_by:

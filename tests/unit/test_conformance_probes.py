@@ -141,3 +141,22 @@ def test_both_tables_of_the_autoscaler_page_are_covered_by_probes():
     text = DEVIATIONS_DOC.read_text()
     missing = [n for n in cf.PROBE_NAMES if f"`{n}`" not in text]
     assert not missing, f"probes docs/autoscaler.md does not name: {missing}"
+
+
+def test_a_probe_is_a_fault_injection_one_exactly_when_a_request_sets_a_knob_only_the_fake_reads():
+    for p in cf.PROBES:
+        knobs = {k for a in p.asks for k, _ in a.params if k.startswith("fakeCA")}
+        if p.knob:
+            assert knobs == {p.knob[0]} and p.knob[1], p.name
+        else:
+            assert not knobs, f"{p.name} sets {knobs}, read only by the fake: it is a fault-injection probe"
+    assert set(cf.KNOBS) == {p.name for p in cf.PROBES if p.knob} and len(cf.KNOBS) >= 1
+
+
+def test_every_likeness_probe_makes_a_claim_about_time_or_says_why_not():
+    for p in cf.PROBES:
+        if not p.knob:
+            assert bool(p.gaps) != bool(p.untimed), f"{p.name}: a claim about time, or why there is none (not both)"
+        else:
+            assert not p.untimed, p.name
+    assert cf.UNTIMED == {p.name: p.untimed for p in cf.PROBES if p.untimed}

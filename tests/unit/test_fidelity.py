@@ -339,7 +339,6 @@ def cols(left: str, right: str) -> str:
 
 def test_the_terminal_report_whole():
     probes, fake, real, diffs = three_probes()
-    same = "order: same; messages: same; writers: same; nodes: same; groups: same; timing: same"
     assert F.report_text(probes, fake, real, "real 1.36.1", diffs, TIMINGS).split("\n") == [
         "",
         "scale-up: a gang | of 2",
@@ -349,7 +348,8 @@ def test_the_terminal_report_whole():
         cols("+   100 ms a: Accepted=True/Accepted", "+  4006 ms node created x2"),
         cols("              + Provisioned=True/CapacityIsProvisioned", "+  4010 ms a: Provisioned=True/CapacityIsProvisioned"),
         cols("", "+  4100 ms node ready x1"),
-        "  sequence: differs: documented (R1); " + same,
+        "  sequence: differs: documented (R1); order: — (one request); messages: same; "
+        "writers: — (no field manager recorded); nodes: same; groups: — (no status ConfigMap); timing: — (no claim)",
         "",
         "over-max: more than the max",
         cols("fake", "real 1.36.1"),
@@ -363,7 +363,7 @@ def test_the_terminal_report_whole():
         cols("", "ERROR: watch broke"),
         "  to the first answer: fake 0.0s, real never (± 3.0s)",
         "  sequence: differs: UNDOCUMENTED; order: differs: UNDOCUMENTED; messages: differs: UNDOCUMENTED; "
-        "writers: same; nodes: same; groups: same; timing: differs: UNDOCUMENTED",
+        "writers: — (no field manager recorded); nodes: same; groups: same; timing: differs: UNDOCUMENTED",
         "",
         "only-fake: fake only",
         cols("fake", "real 1.36.1: not run"),
@@ -401,13 +401,18 @@ def test_the_markdown_report_whole():
         "messages, the writers, the nodes created and deleted per pool, the node-group states, and each claim "
         "about time within 1 scan interval(s) + 1s (a claim about loops: tighter, as it says).",
         "",
-        "**Result: 5 difference(s), 1 documented, 4 undocumented.**",
+        "Two kinds of probe. **Likeness** (4 probes): the same behaviour put to both, so a cell \"same\" is a "
+        "claim that the fake behaves like the real one; \"—\" marks an aspect with nothing to compare (one request "
+        "has no order across requests; a probe that makes no claim about time says why). 1 of the 2 likeness "
+        "probes that ran make a claim about time.",
+        "",
+        "**Likeness: 5 difference(s), 1 documented, 4 undocumented.**",
         "",
         *head,
         "| scale-up | a gang \\| of 2 | differs: documented ([R1](autoscaler.md#the-real-cluster-autoscaler-side-by-side)) "
-        "| same | same | same | same | same | same |",
-        "| over-max | more than the max | differs: UNDOCUMENTED | differs: UNDOCUMENTED | differs: UNDOCUMENTED | same "
-        "| same | same | differs: UNDOCUMENTED |",
+        "| — (one request) | same | — (no field manager recorded) | same | — (no status ConfigMap) | — (no claim) |",
+        "| over-max | more than the max | differs: UNDOCUMENTED | differs: UNDOCUMENTED | differs: UNDOCUMENTED "
+        "| — (no field manager recorded) | same | same | differs: UNDOCUMENTED |",
         "| long | ten minutes | long: run with --long | long: run with --long | long: run with --long | long: run with "
         "--long | long: run with --long | long: run with --long | long: run with --long |",
         "| only-fake | fake only | not run | not run | not run | not run | not run | not run | not run |",
@@ -501,3 +506,52 @@ def test_row_as_prose():
     assert F.row_text("|R5|fake|X|") == "fake · X"                     # no padding: only the pipes are cut
     assert F.deviation_rows("text\n| R3 | a |\n|R12| b |\n| X1 | c |\n  | R4 | indented |\n| D7 | d |\n| DR1 | e |") == {
         "R3": "| R3 | a |", "R12": "|R12| b |", "D7": "| D7 | d |"}
+
+
+def test_a_cell_says_same_only_where_something_was_compared():
+    one_a, one_b = rec("fake", [F.ObservedWrite(1, "a", (ACC,))]), rec("real", [F.ObservedWrite(2, "a", (ACC,))])
+    two = rec("real", [F.ObservedWrite(2, "a", (ACC,)), F.ObservedWrite(3, "b", (ACC,))])
+    assert F.cell([], one_a, one_b, "scale-up", "order") == "— (one request)"
+    assert F.cell([], one_a, one_b, "scale-up", "sequence") == "same"                  # compared, and alike
+    assert F.cell([], two, two, "scale-up", "order") == "same"
+    assert F.cell([], one_a, two, "scale-up", "order") == "same"   # not alike, yet no difference given: the verdict
+    assert F.cell([], one_a, one_b, "scale-up", "timing") == "— (no claim)"
+    assert F.cell([], one_a, one_b, "scale-up", "timing", untimed="neither answers") == "— (no claim: neither answers)"
+    assert F.cell([], one_a, one_b, "scale-up", "order", untimed="neither answers") == "— (one request)"
+    gap = (F.Gap("g", "a Accepted=*", "a Accepted=*"),)
+    assert F.cell([], one_a, one_b, "scale-up", "timing", gap) == "same"
+    nothing = rec("fake")
+    assert F.cell([], nothing, rec("real"), "scale-up", "messages") == "— (nothing written)"
+    assert F.cell([], nothing, rec("real"), "scale-up", "nodes") == "same"           # no node in both: a claim
+    assert F.cell([], nothing, rec("real"), "scale-up", "order") == "— (nothing written)"
+    assert F.cell([], nothing, rec("real"), "scale-up", "writers") == "— (no field manager recorded)"
+    assert F.cell([], nothing, rec("real"), "scale-up", "groups") == "— (no status ConfigMap)"
+    diff = [F.Difference("scale-up", "order", "(one request)", "(one request)")]
+    assert F.cell(diff, one_a, one_b, "scale-up", "order") == "differs: UNDOCUMENTED"
+
+
+def test_the_fault_injection_probes_are_tabled_and_counted_apart():
+    fake = [ONE, rec("fake", [F.ObservedWrite(5, "a", (NF,))], probe="knobbed")]
+    real = [TWO, rec("real", [F.ObservedWrite(5, "a", (PROV,))], probe="knobbed")]
+    probes = [("scale-up", "a gang"), ("knobbed", "a knob")]
+    dev = [F.Deviation("D2", "knobbed", "sequence", F.ANY, F.ANY)]
+    diffs = F.compare(fake, real, dev, "| D2 | stockout |\n")
+    assert [d.probe for d in diffs] == ["scale-up", "knobbed", "knobbed"]
+    knobs = {"knobbed": ("fakeCAStockout", "refuses | always")}
+    assert F.split(probes, knobs) == ([("scale-up", "a gang")], [("knobbed", "a knob")])
+    md = F.report_markdown("c", "w", [], probes, fake, real, "real", diffs, [], {}, {}, knobs).split("\n")
+    assert ("**Likeness: 1 difference(s), 0 documented, 1 undocumented.** Fault injection: 2 difference(s), "
+            "1 documented, 1 undocumented (each the knob's own effect).") in md
+    assert any(line.startswith("Two kinds of probe. **Likeness** (1 probes)") and "**Fault injection** (2 probes"
+               not in line and "**Fault injection** (1 probes" in line for line in md)
+    table = md.index("## Fault injection: knobs only the fake reads")
+    assert md[table + 4:table + 7] == [
+        "| probe | knob: what the fake does | fake's writes | the real one's writes (it ignores the knob) | differences |",
+        "| --- | --- | --- | --- | --- |",
+        "| knobbed | `fakeCAStockout`: refuses \\| always | `Provisioned=False/CapacityIsNotFound` "
+        "| `Provisioned=True/CapacityIsProvisioned` | sequence: documented ([D2](autoscaler.md#what-it-does-like-the-real-"
+        "one-and-where-it-differs)); messages: UNDOCUMENTED |"]
+    assert not any(line.startswith("| knobbed | a knob |") for line in md)         # not in the likeness table
+    text = F.report_text(probes, fake, real, "real", diffs, {}, knobs)
+    assert "\nknobbed: a knob\n  fault injection: fakeCAStockout, a knob only the fake reads (refuses | always)\n" in text
+    assert "fault injection" not in text.split("knobbed:")[0]
