@@ -30,16 +30,16 @@ from .quota import podset, strip
 SPEC_11 = Spec(11, 627, "Should keep the provisioning config in sync",
                "re-make the waiting request with the edited config's class and parameters, then with the second "
                "config's; for a missing config delete it and set the check Pending \"the check is not active\"",
-               "no condition drives it: the config and AdmissionCheck edits (what a user does); the fake answers every request "
-               "CapacityIsNotFound (a 16-GPU pod)",
-               real="the same; the real CA answers CapacityIsNotFound")
+               "no condition drives it: the config and AdmissionCheck edits (what a user does); every request is for a "
+               "16-GPU pod, which no node holds",
+               real="the same, the real CA answering")
 SPEC_18 = Spec(18, 1559, "Should merge similar PodSets into one PodTemplate, PodSetMergePolicy is "
                          "IdenticalWorkloadSchedulingRequirements",
                "make one request PodSet (the PodSets' counts summed) and one PodTemplate for PodSets with the same "
                "scheduling requirements",
-               "no condition drives it: a Workload with two PodSets that differ only in their labels; the request is check-capacity, "
-               "answered CapacityIsNotFound",
-               real="the same; the real CA answers CapacityIsNotFound")
+               "no condition drives it: a Workload with two PodSets that differ only in their labels; the request is "
+               "check-capacity",
+               real="the same, the real CA answering")
 
 
 def config_in_sync(ctx: Context) -> None:

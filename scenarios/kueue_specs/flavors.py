@@ -26,19 +26,19 @@ from ..record import Scenario, Spec
 from .kit import SpecEnv, check_entry, fast_boot, flavors_of, quota
 
 HIGH = 1000
-DRIVER = "Provisioned=True on wl1's request for flavor-1{more}; the preemption is Kueue's own (a high-priority Job)"
+DRIVER = "wl1's request for flavor-1 is answered{more}; the preemption is Kueue's own (a high-priority Job)"
 
 SPEC_19 = Spec(19, 1683, "Should be successfully re-admitted on another flavor without an admission check",
                "after preempting wl1 from flavor-1 (check ac1), admit it on flavor-2 (no check) and clear its ac1 entry",
-               DRIVER.format(more=""), real=DRIVER.format(more="") + "; the real CA")
+               DRIVER.format(more=""), real=DRIVER.format(more="") + "; the real CA answering")
 SPEC_20 = Spec(20, 1819, "Should be successfully re-admitted on another flavor with another admission check",
                "after preempting wl1 from flavor-1 (check ac1), admit it on flavor-2 once its check ac2 is Ready, and "
                "clear its ac1 entry",
-               DRIVER.format(more=", then on its request for flavor-2 (ac2, the on-demand pool)"),
-               real=DRIVER.format(more=", then on its request for flavor-2 (ac2, the on-demand pool)") + "; the real CA")
+               DRIVER.format(more=", then its request for flavor-2 (ac2, the on-demand pool)"),
+               real=DRIVER.format(more=", then its request for flavor-2 (ac2, the on-demand pool)") + "; the real CA answering")
 SPEC_21 = Spec(21, 1976, "Should be successfully re-admitted on another flavor with a decimal memory request",
                "as spec 19, for a Job of 500m CPU and 220M memory against quotas of 5G",
-               DRIVER.format(more=""), real=DRIVER.format(more="") + "; the real CA")
+               DRIVER.format(more=""), real=DRIVER.format(more="") + "; the real CA answering")
 
 
 def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: bool = False) -> None:

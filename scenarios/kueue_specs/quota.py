@@ -40,8 +40,8 @@ CONTAINER_DEFAULTS = ("terminationMessagePath", "terminationMessagePolicy", "ima
 SPEC_1 = Spec(1, 175, "Should not create provisioning requests before quota is reserved",
               "make no ProvisioningRequest while the Workload has no quota reserved; make it once it has",
               "no condition drives it: Kueue's scheduler withholds the quota (a second Job beyond the ClusterQueue's quota); the "
-              "requests are check-capacity, answered CapacityIsNotFound",
-              real="the same; the real CA answers the requests CapacityIsNotFound")
+              "requests are check-capacity",
+              real="the same, the real CA answering")
 SPEC_2 = Spec(2, 183, "Should not create a provisioning request when all admitted PodSet counts are zero",
               "set the check Ready with \"the provisioning request is not needed\" and make no request",
               "no condition drives it: a Job of parallelism 0 asking for GPUs, admitted by Kueue's scheduler with count 0",
@@ -52,7 +52,7 @@ SPEC_3 = Spec(3, 218, "Should create provisioning requests after quota is reserv
               "provreq.kueue.x-k8s.io/ annotations, one PodSet per PodSet (admitted counts), the managed label and "
               "PodTemplates copying the containers with the flavor's nodeSelector",
               "no condition drives it: Kueue's scheduler reserves the quota of a Workload with two PodSets",
-              real="the same; the real CA answers the check-capacity request CapacityIsNotFound",
+              real="the same, the real CA answering the check-capacity request",
               unreachable="\"preserve it when reservation is lost\": Kueue drops a reservation only by evicting the "
                           "Workload, and then deletes the request (spec 4); only a by-hand write of the Workload's "
                           "status reaches it")

@@ -37,20 +37,20 @@ from .kit import SpecEnv, failing
 SPEC_6 = Spec(6, 380, "Should set the condition rejected when the provision fails",
               "with no retry left (limit 0), set the check Rejected, deactivate the Workload, emit "
               "AdmissionCheckRejected and count the eviction (Deactivated, AdmissionCheck)",
-              "Failed=True on attempt 1: the fake fails it (fakeCAFailAttempts=1)",
-              real="Failed=True/CapacityIsNotFound: check-capacity with noRetry on a 16-GPU pod, which no node holds")
+              "the fake fails attempt 1 (fakeCAFailAttempts=1)",
+              real="check-capacity with noRetry on a 16-GPU pod, which no node holds")
 SPEC_7 = Spec(7, 422, "Should set AdmissionCheck status to Rejected, deactivate Workload, emit an event, and bump "
                       "metrics when workloads is not Finished, and the ProvisioningRequest's condition is set to "
                       "CapacityRevoked",
               "reject the check of an admitted, running Workload, deactivate it, emit AdmissionCheckRejected, count "
               "the eviction",
-              "CapacityRevoked=True 3s after Provisioned=True, the Job running: the fake (fakeCARevokeAfterSeconds)")
+              "the fake revokes the capacity 3s after provisioning it, the Job running (fakeCARevokeAfterSeconds)")
 SPEC_8 = Spec(8, 485, "Should set AdmissionCheck status to Rejected, deactivate Workload, emit an event, and bump "
                       "metrics when workloads is not Admitted, and the ProvisioningRequest's condition is set to "
                       "CapacityRevoked",
               "reject the check of a Workload that only holds quota, deactivate it, emit AdmissionCheckRejected, "
               "count the eviction",
-              "CapacityRevoked=True on a request never provisioned (a 16-GPU pod: CapacityIsNotFound): the fake "
+              "the fake revokes a request it never provisioned, for a 16-GPU pod that no node holds "
               "(fakeCARevokeBeforeProvisionedSeconds=3)")
 NEVER_REVOKES = "the real Cluster Autoscaler 1.36.1 never writes CapacityRevoked (conditions.go accepts only four types)"
 
