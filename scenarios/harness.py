@@ -44,15 +44,15 @@ def poll_until(pred, timeout: float, what: str, interval: float = 0.25):
     raise ScenarioFailed(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
-def eventually(pred, timeout: float, interval: float = 0.25):
+def eventually(pred, timeout: float, interval: float = 0.25, clock=time.monotonic, sleep=time.sleep):
     """pred()'s first truthy value within `timeout` seconds, else its last (falsy) one: for a check that must be
-    able to fail (poll_until, ctx.wait, would stop the story instead)."""
-    deadline = time.monotonic() + timeout
+    able to fail (poll_until, ctx.wait, would stop the story instead).  `clock` and `sleep`: a test's fake time."""
+    deadline = clock() + timeout
     while True:
         got = pred()
-        if got or time.monotonic() >= deadline:
+        if got or clock() >= deadline:
             return got
-        time.sleep(interval)
+        sleep(interval)
 
 
 @dataclass

@@ -197,11 +197,12 @@ class Recorder:
     def first(self, pred) -> float | None:
         return next((t for t, s in self.samples if pred(s)), None)
 
-    def first_seen(self, pred, timeout: float) -> float | None:
+    def first_seen(self, pred, timeout: float, clock=time.monotonic, sleep=time.sleep) -> float | None:
         """`first(pred)`, waiting up to `timeout` seconds for the watches to deliver it: what a controller has
         just written (a hook paused it right after its patch) can reach the apiserver before it reaches
-        this recorder's watch.  None if still not seen."""
-        return eventually(lambda: self.first(pred), timeout, interval=min(self.interval, 0.1))
+        this recorder's watch.  None if still not seen.  `clock` and `sleep`: as eventually()'s."""
+        return eventually(lambda: self.first(pred), timeout, interval=min(self.interval, 0.1), clock=clock,
+                          sleep=sleep)
 
     def cleaned_up_after_ttl(self) -> tuple[bool, str]:
         """Did the Job disappear only once its armed cleanup time had passed?  (ok, what was seen)"""
@@ -280,14 +281,16 @@ class Recorder:
 COMMIT_SIGHTING_MARGIN = 5.0     # seconds beyond the bound a late sighting is still waited for (then reported)
 
 
-def check_commit_bound(ctx: Context, rec: Recorder, deadline_at: float) -> None:
+def check_commit_bound(ctx: Context, rec: Recorder, deadline_at: float, now=time.time, clock=time.monotonic,
+                       sleep=time.sleep) -> None:
     """The design's bound on layer 3: the timeout is committed no earlier than the deadline and no later than
     COMMIT_TOLERANCE after it (the commit's time as the watch first saw it: a watch that lags only makes the
     bound harder to meet).  The caller may come straight from the controller's own report of its commit, so
-    the watch is given until the bound's end plus a margin to deliver it; not seen by then is a failure."""
+    the watch is given until the bound's end plus a margin to deliver it; not seen by then is a failure.
+    `now` (wall clock, as the samples' times), `clock` and `sleep` (the wait's): a test's fake time."""
     seen_by = deadline_at + dl.COMMIT_TOLERANCE + COMMIT_SIGHTING_MARGIN
     committed = rec.first_seen(lambda s: workloads_.committed_timeout(s.workload),
-                               timeout=max(seen_by - time.time(), 0.0))
+                               timeout=max(seen_by - now(), 0.0), clock=clock, sleep=sleep)
     if committed is None:
         ctx.check(False, f"the timeout was committed within {dl.COMMIT_TOLERANCE:g}s of the deadline: the "
                          f"recorder's watch had not seen it {seen_by - deadline_at:g}s after the deadline")

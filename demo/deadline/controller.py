@@ -56,7 +56,9 @@ class DeadlineController:
     def __init__(self, k: Kube, namespace: str | None = None, protocol: str = "committed",
                  cleanup_ttl: float = 30.0, resync: float = 5.0, hooks: Hooks | None = None,
                  clock: Callable[[], datetime] = utcnow, conflict_retries: int = 6,
-                 instance: str = DEFAULT_DEADLINE_CLASS, workers: int = DEFAULT_WORKERS):
+                 instance: str = DEFAULT_DEADLINE_CLASS, workers: int = DEFAULT_WORKERS,
+                 queue: WorkQueue | None = None):
+        """`queue`: the work queue (default a new WorkQueue; a test may hold its timers to order events)."""
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}")
         self.k, self.namespace, self.protocol = k, namespace, protocol
@@ -66,7 +68,7 @@ class DeadlineController:
         self.conflict_retries = conflict_retries
         self.instance = instance
         self.workers = workers
-        self.queue = WorkQueue()
+        self.queue = queue if queue is not None else WorkQueue()
         self.jobs = Store(on_change=self.on_job, on_sync=self._enqueue_all)
         self.workloads = Store(on_change=self.on_workload, index=_owner_job_uids, on_sync=self._enqueue_all)
         self._last: dict[str, str] = {}

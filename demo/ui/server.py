@@ -21,7 +21,7 @@ import re
 import socket
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 from aiohttp_sse import sse_response
@@ -43,6 +43,9 @@ class PortInUse(OSError):
 
 class BadRun(ValueError):
     """A run id that names no event log under the runs directory (or is not one)."""
+
+
+Between = Callable[[asyncio.Event], Awaitable[None]]     # the wait between two polls (a test steps it: every_poll)
 
 
 # ---------------------------------------------------------------------------- the logs on disk
@@ -157,7 +160,9 @@ class Live:
                 q.get_nowait()
             q.put_nowait(self.text)
 
-    async def follow(self, stop: asyncio.Event) -> None:
+    async def follow(self, stop: asyncio.Event, between: Between | None = None) -> None:
+        """Poll, push a changed view, then `between(stop)` (default: POLL seconds, or until stop), until stop."""
+        between = between or every_poll
         while not stop.is_set():
             try:
                 changed = await asyncio.to_thread(self.poll)
@@ -166,10 +171,15 @@ class Live:
                 changed = False
             if changed:
                 self.publish()
-            try:
-                await asyncio.wait_for(stop.wait(), POLL)
-            except asyncio.TimeoutError:
-                pass
+            await between(stop)
+
+
+async def every_poll(stop: asyncio.Event) -> None:
+    """The live view's wait between two looks at the logs: POLL seconds, or until stop."""
+    try:
+        await asyncio.wait_for(stop.wait(), POLL)
+    except asyncio.TimeoutError:
+        pass
 
 
 # ---------------------------------------------------------------------------- HTTP
@@ -263,8 +273,10 @@ def bind(port: int = 0) -> socket.socket:
 class Server:
     """The page's server on a bound socket: run() in the foreground, or start() in a thread."""
 
-    def __init__(self, runs_dir: Path, port: int = 0):
+    def __init__(self, runs_dir: Path, port: int = 0, between_polls: Between | None = None):
+        """`between_polls(stop)`: the live view's wait between two polls (default every_poll, POLL seconds)."""
         self.runs_dir = Path(runs_dir)
+        self.between_polls = between_polls
         self.sock = bind(port)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://{HOST}:{self.port}/"
@@ -280,7 +292,7 @@ class Server:
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         await web.SockSite(runner, self.sock).start()
-        follower = asyncio.create_task(app[LIVE].follow(self._stop))
+        follower = asyncio.create_task(app[LIVE].follow(self._stop, self.between_polls))
         self._started.set()
         try:
             await self._stop.wait()

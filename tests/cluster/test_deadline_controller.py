@@ -37,6 +37,7 @@ from k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, D
                            TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
 from k8s.objects import annotations, is_true, parse_time
 from k8s.resources import JOB, WORKLOAD
+from k8s.runtime import WorkQueue
 from scenarios import race
 from scenarios.harness import NS
 from tests.cluster.conftest import wait_for
@@ -59,13 +60,35 @@ def controller(deadline_kube, tmp_path):
     """make(ttl) -> a DeadlineController of class CLASS whose caches hold the namespace as it is now."""
     made = []
 
-    def make(ttl: float = TTL, conflict_retries: int = 6) -> DeadlineController:
+    def make(ttl: float = TTL, conflict_retries: int = 6, queue: WorkQueue | None = None) -> DeadlineController:
         c = DeadlineController(deadline_kube, namespace=NS, cleanup_ttl=ttl, instance=CLASS,
-                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"), conflict_retries=conflict_retries)
+                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"), conflict_retries=conflict_retries,
+                               queue=queue)
         informed(c)
         made.append(c)
         return c
     return make
+
+
+class HeldTimers(WorkQueue):
+    """The controller's work queue with its timers held by the test: add(key, after > 0) is recorded in `held`,
+    and the key comes into its lane only when the test fires it, as the timer would once due.  What goes first is
+    then ordered by the test's steps, not by how long they take (the timers themselves: tests/unit/test_runtime.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.held: list[tuple[str, float, bool]] = []     # (key, after, urgent), in the order added
+
+    def add(self, key: str, after: float = 0.0, urgent: bool = False) -> None:
+        if after > 0:
+            self.held.append((key, after, urgent))
+        else:
+            super().add(key, urgent=urgent)
+
+    def fire(self, key: str) -> None:
+        """The first held timer of `key` is due."""
+        i = next(i for i, (k, _, _) in enumerate(self.held) if k == key)
+        super().add(key, urgent=self.held.pop(i)[2])
 
 
 def informed(c: DeadlineController) -> None:
@@ -343,7 +366,7 @@ def test_a_commit_that_keeps_conflicting_gives_up_after_its_retries_and_comes_ba
     key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
     past_deadline(job)
     since = k.list(JOB, NS)[1]
-    c = controller(conflict_retries=retries)
+    c = controller(conflict_retries=retries, queue=HeldTimers())
     stop = threading.Event()
     assert c.queue.get(stop) == key                      # the informers' list queued it; this test is its worker
     hooks.arm(c.hooks.dir, "before-commit", key)
@@ -361,15 +384,15 @@ def test_a_commit_that_keeps_conflicting_gives_up_after_its_retries_and_comes_ba
                 info = hooks.wait_reached(c.hooks.dir, "before-commit", key, timeout=60)
         worker.join(60)
         c.queue.done(key)
-        gave_up = time.monotonic()
         lines = said(caplog, key)
-        # the retry is a timer (0.5 s) into the urgent lane: routine work queued now goes first, queued once
-        # the timer is due it goes after
+        # the retry is a timer (0.5 s) into the urgent lane: routine work queued before it is due goes first,
+        # and routine work queued before it fires still goes after it
+        assert c.queue.held == [(key, 0.5, True)], "the give-up retries on a timer, into the urgent lane"
         c.queue.add("demo/routine")
-        assert c.queue.get(stop) == "demo/routine", "the retry waits a moment"
+        assert c.queue.get(stop) == "demo/routine", "the retry waits for its timer"
         c.queue.done("demo/routine")
-        time.sleep(max(0.0, gave_up + 0.6 - time.monotonic()))
         c.queue.add("demo/routine")
+        c.queue.fire(key)                                # the timer is due
         assert c.queue.get(stop) == key, "the key comes back in the urgent lane"
         caplog.clear()
         assert c.reconcile(key) == 0.0                   # nobody writes in between now: committed

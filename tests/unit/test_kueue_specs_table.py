@@ -11,6 +11,7 @@ from scenarios.kueue_specs.table import Entry, SpecResult
 from scenarios.record import Spec
 
 REPO = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kueue-v0.19.2-provisioning-its.txt"
 SPEC = Spec(6, 380, "Should set the condition rejected when the provision fails", "reject | deactivate",
             "Failed on attempt 1 (fake)", real="Failed/CapacityIsNotFound (check-capacity, noRetry)")
 ONLY_FAKE = Spec(7, 422, "Should ... CapacityRevoked", "reject", "CapacityRevoked (fake)")
@@ -47,19 +48,30 @@ def test_each_scenarios_docstring_quotes_its_spec_and_names_its_line():
         assert f'spec {e.spec.number}, "{e.spec.title}" (provisioning_test.go:{e.spec.line})' in doc, e.scenario
 
 
+def upstream_its() -> dict[int, str]:
+    """The ginkgo.It( lines of provisioning_test.go at v0.19.2 and the line after each, by line number, from the
+    committed extract (tests/unit/fixtures/kueue-v0.19.2-provisioning-its.txt: grep -n -A1 output of the file
+    at that tag, whose header names the file's commit, blob and sha256)."""
+    got: dict[int, str] = {}
+    for raw in FIXTURE.read_text().splitlines():
+        if raw.startswith("#") or raw == "--":
+            continue
+        m = re.fullmatch(r"(\d+)[:-](.*)", raw)
+        assert m, f"{FIXTURE.name}: not a line of grep -n -A1 output: {raw!r}"
+        got[int(m.group(1))] = m.group(2)
+    return got
+
+
 def test_each_spec_quotes_the_title_at_its_line_of_kueues_file():
-    """The titles and lines as they are in the file at v0.19.2 (read from the Go module cache when the
-    toolchain is built; the line numbers are the ones ginkgo.It( or its title starts on)."""
-    src = Path.home() / "go/pkg/mod/sigs.k8s.io/kueue@v0.19.2" / table.SOURCE
-    if not src.is_file():
-        return                          # unit tests need nothing built; the cluster stage has the module
-    lines = src.read_text().splitlines()
+    """The titles and lines as they are in the file at v0.19.2 (the line numbers are the ones ginkgo.It( is on;
+    a title may start on the line after it)."""
+    lines = upstream_its()
+    its = sorted(n for n, text in lines.items() if "ginkgo.It(" in text)
+    assert len(its) == 21, its                          # the extract holds the file's 21 specs
+    assert sorted(e.spec.line for e in group.entries()) == its, "each spec is one ginkgo.It( of the file, each once"
     for e in group.entries():
-        at = lines[e.spec.line - 1] + (lines[e.spec.line] if "ginkgo.It(" in lines[e.spec.line - 1] and
-                                        '"' not in lines[e.spec.line - 1] else "")
-        assert "ginkgo.It(" in at or e.spec.title[:40] in at, (e.spec.number, at)
-        text = " ".join(lines[e.spec.line - 1:e.spec.line + 1])
-        assert e.spec.title in text, (e.spec.number, e.spec.title)
+        text = lines[e.spec.line] + " " + lines[e.spec.line + 1]
+        assert f'"{e.spec.title}"' in text, (e.spec.number, e.spec.title, text)
 
 
 # ---------------------------------------------------------------------------- cells

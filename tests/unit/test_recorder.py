@@ -4,10 +4,9 @@ apiserver going away, the controllers' log lines)."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
-import re
-import threading
 import time
 from datetime import datetime, timezone
 from types import SimpleNamespace
@@ -23,7 +22,7 @@ from k8s.keys import CLEANUP_AFTER_ANNOTATION, DECISION_ANNOTATION, TIMED_OUT
 from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event, Watch
 from scenarios import recorder as recorder_mod
-from scenarios.harness import Context
+from scenarios.harness import Context, eventually
 from scenarios.recorder import COMMIT_SIGHTING_MARGIN, LogFollower, Recorder, check_commit_bound, log_sources
 
 DUE = datetime(2026, 11, 29, 12, 0, 10, tzinfo=timezone.utc)
@@ -245,31 +244,69 @@ def bound_checked(rec: Recorder, deadline_at: float) -> list:
     return ctx.checks
 
 
+class FakeTime:
+    """Wall clock, monotonic clock and sleep for check_commit_bound that move only when it sleeps; `at(t, action)`
+    runs action once the clock has reached t seconds (as the watch delivering a sample by then would)."""
+
+    def __init__(self, wall: float):
+        self.wall0, self.t = wall, 0.0
+        self.slept: list[float] = []
+        self.due: list[tuple[float, object]] = []
+
+    def time(self) -> float:
+        return self.wall0 + self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def sleep(self, dt: float) -> None:
+        self.slept.append(dt)
+        self.t += dt
+        for due in [d for d in self.due if d[0] <= self.t]:
+            self.due.remove(due)
+            due[1]()
+
+    def at(self, t: float, action) -> None:
+        self.due.append((t, action))
+
+
+def bound_checked_in(fake: FakeTime, rec: Recorder, deadline_at: float) -> list:
+    ctx = Context(k=None, kubeconfig="", out=io.StringIO())
+    check_commit_bound(ctx, rec, deadline_at, now=fake.time, clock=fake.monotonic, sleep=fake.sleep)
+    return ctx.checks
+
+
 def test_a_commit_the_watch_has_not_delivered_yet_is_waited_for():
     """The race scenario comes straight from the controller's hook (paused right after its patch) to the bound:
     the commit can be on the apiserver before the recorder's watch has delivered it (CI on 2026-12-02 printed
     "committed nans after the deadline")."""
-    rec = Recorder(None, "train", None)
-    now = time.time()
-    rec.samples = [(now - 1.0, Snapshot(armed_job(), None, [], [], []))]
-    later = threading.Timer(0.3, lambda: rec.samples.append(
-        (time.time(), Snapshot(armed_job(), committed_workload(), [], [], []))))
-    later.start()
-    checks = bound_checked(rec, deadline_at=now - 0.5)
-    later.join()
-    assert [c.ok for c in checks] == [True]
-    assert re.fullmatch(r"the timeout was committed 0\.\d\ds after the deadline \(bound: 0 to 2s\)", checks[0].what)
+    fake = FakeTime(wall=1000.0)
+    rec = Recorder(None, "train", None)               # interval 0.2: it looks every 0.1 s
+    rec.samples = [(999.0, Snapshot(armed_job(), None, [], [], []))]
+    fake.at(0.25, lambda: rec.samples.append((1000.25, Snapshot(armed_job(), committed_workload(), [], [], []))))
+    checks = bound_checked_in(fake, rec, deadline_at=999.5)
+    assert fake.slept == [0.1, 0.1, 0.1], "looked until the watch had delivered it (at the look 0.3 s in), no longer"
+    assert [(c.ok, c.what) for c in checks] == [
+        (True, "the timeout was committed 0.75s after the deadline (bound: 0 to 2s)")]   # when the watch saw it
 
 
 def test_a_commit_never_seen_fails_with_what_was_waited_for_not_nan():
+    fake = FakeTime(wall=1000.0)
     rec = Recorder(None, "train", None)
-    now = time.time()
-    rec.samples = [(now - 1.0, Snapshot(armed_job(), None, [], [], []))]
-    started = time.monotonic()
-    checks = bound_checked(rec, deadline_at=now - dl.COMMIT_TOLERANCE - COMMIT_SIGHTING_MARGIN + 0.3)
-    assert 0.2 <= time.monotonic() - started < 2.0          # waited until the margin's end, not longer
-    assert [c.ok for c in checks] == [False]
-    assert "nan" not in checks[0].what and "had not seen it 7s after the deadline" in checks[0].what
+    rec.samples = [(999.0, Snapshot(armed_job(), None, [], [], []))]
+    seen_by = 1000.25                                  # the bound's end plus the margin: 0.25 s from now
+    checks = bound_checked_in(fake, rec, deadline_at=seen_by - dl.COMMIT_TOLERANCE - COMMIT_SIGHTING_MARGIN)
+    assert fake.slept == [0.1, 0.1, 0.1], "waited until the first look at or after the margin's end, not longer"
+    assert [(c.ok, c.what) for c in checks] == [
+        (False, "the timeout was committed within 2s of the deadline: the recorder's watch had not seen it 7s after "
+                "the deadline")]
+
+
+def test_the_waits_are_on_the_real_clocks_unless_a_test_gives_others():
+    for f, clocks in ((check_commit_bound, ("now", "clock", "sleep")), (Recorder.first_seen, ("clock", "sleep")),
+                      (eventually, ("clock", "sleep"))):
+        defaults = {"now": time.time, "clock": time.monotonic, "sleep": time.sleep}
+        assert [inspect.signature(f).parameters[p].default for p in clocks] == [defaults[p] for p in clocks], f
 
 
 @pytest.mark.parametrize("late, ok", [(-0.1, False), (0.0, True), (1.99, True), (2.01, False)])
