@@ -420,21 +420,22 @@ def probe_verdict(diffs: list[Difference], probe: str, a: str, link: bool = Fals
 VACUOUS = {"order": {"(one request)": "one request", "(no condition written)": "nothing written"},
            "messages": {"(none)": "nothing written"},
            "writers": {"(none)": "no field manager recorded"},
-           "groups": {"(no status ConfigMap)": "no status ConfigMap"},
-           "timing": {"(no claim about time)": "no claim"}}
+           "groups": {"(no status ConfigMap)": "no status ConfigMap"}}
 
 
 def cell(diffs: list[Difference], fake: Record, real: Record, probe: str, a: str, gaps: tuple[Gap, ...] = (),
          link: bool = False, untimed: str = "") -> str:
     """The verdict of one aspect as a table shows it: "same" only where something was compared; "— (why)" where
-    both have nothing to compare (one request has no order across requests; a probe with no claim about time,
-    `untimed` saying why)."""
+    both have nothing to compare (one request has no order across requests) and for the timing of a probe with
+    no claim about time (`untimed`: why it makes none)."""
     verdict = probe_verdict(diffs, probe, a, link)
-    value = aspect(fake, a, gaps)
-    why = VACUOUS.get(a, {}).get(value)
-    if verdict != "same" or why is None or aspect(real, a, gaps) != value:
+    if verdict != "same":
         return verdict
-    return f"— ({why}: {untimed})" if untimed and a == "timing" else f"— ({why})"
+    if a == "timing":
+        return verdict if gaps else f"— (no claim: {untimed})" if untimed else "— (no claim)"
+    value = aspect(fake, a)
+    why = VACUOUS.get(a, {}).get(value)
+    return f"— ({why})" if why is not None and aspect(real, a) == value else verdict
 
 
 def split(probes: list[tuple[str, str]], knobs: dict[str, tuple[str, str]]) -> tuple[list, list]:
