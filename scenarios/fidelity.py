@@ -423,8 +423,8 @@ VACUOUS = {"order": {"(one request)": "one request", "(no condition written)": "
            "groups": {"(no status ConfigMap)": "no status ConfigMap"}}
 
 
-def cell(diffs: list[Difference], fake: Record, real: Record, probe: str, a: str, gaps: tuple[Gap, ...] = (),
-         link: bool = False, untimed: str = "") -> str:
+def cell(diffs: list[Difference], fake: Record, real: Record, probe: str, a: str, gaps: tuple[Gap, ...] | None = (),
+         link: bool = False, untimed: str | None = "") -> str:
     """The verdict of one aspect as a table shows it: "same" only where something was compared; "— (why)" where
     both have nothing to compare (one request has no order across requests) and for the timing of a probe with
     no claim about time (`untimed`: why it makes none)."""
@@ -483,8 +483,8 @@ def report_text(probes: list[tuple[str, str]], fake: list[Record], real: list[Re
                             else [f"{real_label}: not run"])
         if probe in f_by and probe in r_by:
             out += ["  " + line for line in timing_lines(f_by[probe], r_by[probe], (timings or {}).get(probe, ()))]
-            gaps = (timings or {}).get(probe, ())
-            why = untimed.get(probe, "")
+            gaps = (timings or {}).get(probe)
+            why = untimed.get(probe)
             out.append("  " + "; ".join(f"{a}: {cell(diffs, f_by[probe], r_by[probe], probe, a, gaps, untimed=why)}"
                                         for a in ASPECTS))
     return "\n".join(out)
@@ -546,7 +546,7 @@ def report_markdown(command: str, when: str, settings: list[str], probes: list[t
         "| --- | --- | " + " | ".join("---" for _ in ASPECTS) + " |",
     ]
     for probe, what in likeness:
-        cells = [cell(diffs, f_by[probe], r_by[probe], probe, a, timings.get(probe, ()), True, untimed.get(probe, ""))
+        cells = [cell(diffs, f_by[probe], r_by[probe], probe, a, timings.get(probe), True, untimed.get(probe))
                  if probe in f_by and probe in r_by else not_run.get(probe, "not run") for a in ASPECTS]
         lines.append(f"| {probe} | {_md(what)} | " + " | ".join(cells) + " |")
     if injected:

@@ -674,3 +674,18 @@ def test_the_terminal_report_with_fault_injection_and_a_probe_that_makes_no_clai
         '  (nothing: no condition, no node)                           | (nothing: no condition, no node)',
         '  sequence: same; order: — (nothing written); messages: — (nothing written); writers: — (no field manager recorded); nodes: same; groups: — (no status ConfigMap); timing: — (no claim: neither answers)',
     ]
+
+
+def test_a_fault_injection_probe_with_no_difference_run_by_one_autoscaler_or_by_none():
+    same = rec("fake", [F.ObservedWrite(5, "a", (PROV,))], probe="alike")
+    fake = [same, rec("fake", [F.ObservedWrite(5, "a", (NF,))], probe="half")]
+    real = [rec("real", [F.ObservedWrite(6, "a", (PROV,))], probe="alike")]
+    probes = [("alike", "a knob with no effect here"), ("half", "run by the fake only"), ("none", "run by neither")]
+    knobs = {p: ("fakeCAX", "x") for p, _ in probes}
+    md = F.report_markdown("c", "w", [], probes, fake, real, "real", F.compare(fake, real, [], ""), [],
+                           knobs=knobs).split("\n")
+    table = md.index("| --- | --- | --- | --- | --- |")
+    assert md[table + 1:table + 4] == [
+        "| alike | `fakeCAX`: x | `Provisioned=True/CapacityIsProvisioned` | `Provisioned=True/CapacityIsProvisioned` | none |",
+        "| half | `fakeCAX`: x | not run | | |",
+        "| none | `fakeCAX`: x | not run | | |"]
