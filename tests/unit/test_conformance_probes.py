@@ -160,3 +160,12 @@ def test_every_likeness_probe_makes_a_claim_about_time_or_says_why_not():
         else:
             assert not p.untimed, p.name
     assert cf.UNTIMED == {p.name: p.untimed for p in cf.PROBES if p.untimed}
+
+
+def test_the_docs_count_the_probes_and_their_two_kinds_as_the_code_does():
+    from k8s.paths import REPO
+    likeness, knobs = len(cf.PROBES) - len(cf.KNOBS), len(cf.KNOBS)
+    for page in ("README.md", "docs/autoscaler.md"):
+        text = " ".join((REPO / page).read_text().split())
+        assert f"{len(cf.PROBES)} probes" in text and f"{likeness} likeness probes" in text, page
+        assert f"{knobs} fault-injection probes" in text, page
