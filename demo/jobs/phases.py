@@ -37,6 +37,9 @@ Outcome = Literal["waiting", "running", "succeeded", "failed"]
 PHASES = ("Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running")
 SYMBOLS = {"done": "✓", "active": "…", "failed": "✗", "pending": "·"}
 NAME_WIDTH = 22
+# what a card says of an object deleted after the Job completed (the Workload and the pods go with the Job)
+WORKLOAD_DELETED = "the Workload was deleted after the Job completed"
+PODS_DELETED = "the pods were deleted after the Job completed"
 
 
 
@@ -221,8 +224,10 @@ def _submitted(f: _Facts) -> tuple[str, str]:
 def _quota(f: _Facts) -> tuple[str, str]:
     wl = f.workload
     if wl is None:
-        if f.job_started or jobs.outcome(f.job) == "succeeded":
-            return "done", "quota was reserved (the Workload no longer exists)"
+        if jobs.outcome(f.job) == "succeeded":
+            return "done", f"quota was reserved ({WORKLOAD_DELETED})"
+        if f.job_started:
+            return "done", "quota was reserved (the Workload has been deleted since)"
         return "active", "waiting for Kueue to create the Workload"
     if workloads.quota_reserved(wl) or workloads.admitted(wl) or (
             workloads.finished(wl) and _status(wl).get("admission")):
@@ -297,7 +302,7 @@ def _scheduling(f: _Facts) -> tuple[str, str]:
     names = sorted({_spec(p)["nodeName"] for p in bound})
     if len(bound) >= f.need or jobs.outcome(f.job) == "succeeded":
         if not bound:
-            return "done", "scheduled (the pods no longer exist)"
+            return "done", f"scheduled ({PODS_DELETED})"
         count = f"{len(bound)}/{f.need}" if len(bound) <= f.need else f"{len(bound)} pods"
         return "done", f"{count} on {', '.join(names)}"
     if _spec(f.job).get("suspend") is not False:
@@ -381,3 +386,39 @@ def derive(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: lis
         outcome = "running" if all_running else "waiting"
         reason = active.detail
     return View(phases=tuple(phases), outcome=outcome, reason=reason)
+
+
+# ------------------------------------------------------------------------- over a whole run
+
+Row = list[str]       # [name, state, detail], as the event log holds a phase (demo.timeline.log)
+
+
+def over_run(history: list[list[Row]], outcome: str = "") -> tuple[list[Row], str]:
+    """The five phases over a run, from the rows written as it went (oldest first) and the last outcome: what
+    the run reached, not what its teardown left (one node deleted, one pod gone, the Workload gone).
+
+    Each phase is shown as it was when it was first done (both nodes booked, both pods scheduled); a phase
+    failed in the last rows stays failed (the run ended so); a phase never done is shown as it was last open
+    (active or failed); the phases after the first one not done are pending, as in derive().  The outcome:
+    succeeded when all are done, failed when one failed, else the last one."""
+    if not history:
+        return [], outcome
+    last = history[-1]
+    rows: list[Row] = []
+    for name, state, detail in last:
+        if rows and rows[-1][1] != "done":
+            rows.append([name, "pending", ""])
+            continue
+        seen = [(s, d) for written in history for n, s, d in written if n == name]
+        done = [d for s, d in seen if s == "done"]
+        opened = [(s, d) for s, d in seen if s != "pending"]
+        if state != "failed" and done:
+            state, detail = "done", done[0]
+        elif state == "pending" and opened:      # pending now only because a phase before it went back
+            state, detail = opened[-1]
+        rows.append([name, state, detail])
+    if all(r[1] == "done" for r in rows):
+        outcome = "succeeded"
+    elif any(r[1] == "failed" for r in rows):
+        outcome = "failed"
+    return rows, outcome

@@ -6,6 +6,11 @@ object (an object lane replaces the summary lane it details), the five phases of
 markers (the scenario's, the deadline, the committed decision), each controller's log lines beside the
 lane of the object they name, and the times the apiserver did not answer.  Replay and the live page
 are the same function: the live page is the view at the last event.
+
+The lanes are told as the SVG tells them (lanes.told: the Job unsuspended with its pods pending is not yet
+running, an expected BookingExpired and a deletion after completing are not failures), with a legend of
+their colours.  While the run is recorded the phases are the last written; once it has ended, the phases
+over the run (lanes.run_phases: what it reached, not what its teardown left).
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from demo.jobs.phases import SYMBOLS
 from k8s.objects import Obj
 
 from . import svg
-from .lanes import GONE, LANES, lane_for
-from .svg import color_for
+from .lanes import GONE, LANES, lane_for, run_phases, told
+from .svg import color_for, legend
 
 NOTED_LATER = ("marker", "deadline", "decision")    # kinds whose "t" need not be when they were written
 LOG_KEEP = 30                              # log lines per lane in a view (the log keeps them all)
@@ -182,13 +187,19 @@ def log_lines(events: list[Obj], shown: Iterable[str]) -> dict[str, list[Obj]]:
     return out
 
 
-def _phases(events: list[Obj]) -> Obj:
-    last = next((e for e in reversed(events) if "phases" in e), None)
-    if last is None:
-        return {"rows": [], "outcome": "", "job": "", "workload": ""}
-    return {"rows": [{"name": n, "state": s, "detail": d, "symbol": SYMBOLS.get(s, "?")} for n, s, d in last["phases"]],
-            "outcome": str(last.get("outcome") or ""), "job": str(last.get("job") or ""),
-            "workload": str(last.get("workload") or "")}
+def _phases(events: list[Obj], ended: bool) -> Obj:
+    """The five phases: the last written while the run goes on ("over": "now"); once it has ended, over the
+    run ("over": "run"), and the Workload the last one named."""
+    written = [e for e in events if "phases" in e]
+    if not written:
+        return {"rows": [], "outcome": "", "job": "", "workload": "", "over": "now"}
+    last = written[-1]
+    rows, outcome = run_phases(events) if ended else (last["phases"], str(last.get("outcome") or ""))
+    workload = next((str(e["workload"]) for e in reversed(written) if e.get("workload")), "") if ended else \
+        str(last.get("workload") or "")
+    return {"rows": [{"name": n, "state": s, "detail": d, "symbol": SYMBOLS.get(s, "?")} for n, s, d in rows],
+            "outcome": outcome, "job": str(last.get("job") or ""), "workload": workload,
+            "over": "run" if ended else "now"}
 
 
 def _run(events: list[Obj]) -> Obj:
@@ -211,17 +222,22 @@ def build(events: list[Obj], at: float | None = None, label: str = "", problems:
         at = last
     seen = upto(events, at)
     t0 = min((float(e["t"]) for e in seen if "lane" in e), default=first if first is not None else at)
-    rows = lane_rows(seen)
-    logs = log_lines(seen, [lane for lane, _ in rows])
+    shown = told(seen)
+    rows = lane_rows(shown)
+    logs = log_lines(shown, [lane for lane, _ in rows])
     lanes = []
     for lane, parent in rows:
         mine = logs.get(lane, [])
-        lanes.append({"id": lane, "of": parent, "segments": lane_segments(seen, lane),
+        lanes.append({"id": lane, "of": parent, "segments": lane_segments(shown, lane),
                       "logs": mine[-LOG_KEEP:], "log_count": len(mine)})
     down = outages(seen)
+    run = _run(seen)
+    states = [s["state"] for lane in lanes for s in lane["segments"]]
     return {
-        "label": label, "run": _run(seen), "t0": _r(t0), "at": _r(at), "first": _r(first), "last": _r(last),
-        "phases": _phases(seen), "lanes": lanes, "markers": markers(seen), "outages": down,
+        "label": label, "run": run, "t0": _r(t0), "at": _r(at), "first": _r(first), "last": _r(last),
+        "phases": _phases(seen, run["ended"] is not None and not run["live"]), "lanes": lanes,
+        "legend": [{"class": name, "color": fill, "meaning": meaning} for name, fill, meaning in legend(states)],
+        "markers": markers(seen), "outages": down,
         "cluster": "down" if down and down[-1]["stop"] is None else "up",
         "problems": list(problems),
     }

@@ -3,7 +3,8 @@
 snapshot_states(): the summary lanes the SVG draws (Job, Workload, AdmissionCheck, ProvisioningRequest,
 Nodes, Pods).  object_lanes(): one lane per ProvisioningRequest attempt, Node and Pod, for the live page.
 phase_rows(), deadline_at(), decision(): the rest of what the recorder writes.  lane_for(): which lane
-a controller's log line concerns, by the object names it carries.
+a controller's log line concerns, by the object names it carries.  told() and run_phases(): how the readers
+of the event log (the SVG, the live page) tell its lanes and its phases over a run.
 """
 
 from __future__ import annotations
@@ -285,3 +286,130 @@ def lane_for(text: str, names: Mapping[str, str]) -> str | None:
                 rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", text):
             best = (len(name), lane)
     return best[1] if best else None
+
+
+# ---------------------------------------------------------------------------- how the readers tell a log
+
+UNSUSPENDED = "unsuspended · pods pending"     # the Job lane while Kueue has unsuspended it but no pod has started
+AS_EXPECTED = " (as expected)"                 # after BookingExpired once the Job was unsuspended: not a failure
+AFTER_COMPLETING = "deleted after completing"  # the Job or its Workload deleted after the Job succeeded
+_STARTED = ("running", "succeeded", "failed")  # pod phases of a pod that has started
+
+
+def pod_counts(state: str) -> dict[str, int]:
+    """A Pods lane state ("1 pending, 1 running", "0") as pods per phase."""
+    out: dict[str, int] = {}
+    for part in state.split(", "):
+        n, _, phase = part.partition(" ")
+        if n.isdigit() and phase:
+            out[phase] = int(n)
+    return out
+
+
+def job_told(state: str, pods: str | None) -> str:
+    """The Job lane's state as the readers tell it, with the Pods lane's state at that moment (None: unknown).
+    The recorder writes "running" once the Job is unsuspended; it runs only once its pods have started: until
+    then it is UNSUSPENDED, and "unsuspended · 1/2 pods started" while some still wait."""
+    if pods is None or not state.startswith("running"):
+        return state
+    rest = state[len("running"):]                # " · marked AdmissionTimeout", say
+    counts = pod_counts(pods)
+    pending = counts.get("pending", 0)
+    if counts and not pending:
+        return state
+    started = sum(counts.get(p, 0) for p in _STARTED)
+    if not started:
+        return UNSUSPENDED + rest
+    return f"unsuspended · {started}/{started + pending} pods started{rest}"
+
+
+def _kind(ev: Obj) -> tuple[str, str]:
+    """(the cluster's prefix of a MultiKueue lane or "", the kind of lane): "worker-a Job" -> ("worker-a", "Job");
+    an object lane is of the summary lane it details."""
+    if "of" in ev:
+        return "", str(ev["of"])
+    prefix, _, kind = str(ev["lane"]).rpartition(" ")
+    return prefix, kind
+
+
+def _told(ev: Obj, state: str, why: str) -> Obj:
+    detail = str(ev.get("detail") or "")
+    return {**ev, "state": state, "detail": f"{detail}: {why}" if detail else why}
+
+
+def _job_event(ev: Obj, pods: str | None) -> Obj:
+    """A Job lane event as told with the Pods lane's state (job_told)."""
+    state = str(ev.get("state", ""))
+    now = job_told(state, pods)
+    return ev if now == state else _told(ev, now, "Kueue unsuspended the Job; its pods have not all started")
+
+
+def told(events: list[Obj]) -> list[Obj]:
+    """The log's events (in write order) with their lane states as the readers (the SVG, the live page) tell
+    them, from what the log says up to each event:
+
+    - the Job lane ("running" from the moment Kueue unsuspends the Job) is UNSUSPENDED until the Pods lane
+      of the same cluster shows a pod started, and running once none is pending (job_told): a Pods lane
+      change that changes it adds a Job lane event at its time;
+    - a ProvisioningRequest's BookingExpired once the Job was unsuspended is AS_EXPECTED: the booking ends
+      when the pods take the capacity (the fake: CapacityBookingConsumed) and Kueue ignores it after admission;
+    - the Job or the Workload deleted after the Job succeeded is AFTER_COMPLETING, not a failure.
+    Other events are as written."""
+    out: list[Obj] = []
+    job: dict[str, Obj] = {}            # per cluster prefix: the Job lane's last event
+    shown: dict[str, str] = {}          # the Job lane's state as last told
+    pods: dict[str, str] = {}
+    unsuspended: set[str] = set()
+    succeeded: set[str] = set()
+    for ev in events:
+        if "lane" not in ev:
+            out.append(ev)
+            continue
+        prefix, kind = _kind(ev)
+        state = str(ev.get("state", ""))
+        if kind == "Job":
+            if state == "deleted" and prefix in succeeded:
+                ev = _told(ev, AFTER_COMPLETING, "the Job was deleted after it succeeded")
+            if state.startswith(("running", "succeeded")):
+                unsuspended.add(prefix)
+            if state.startswith("succeeded"):
+                succeeded.add(prefix)
+            job[prefix] = ev
+            ev = _job_event(ev, pods.get(prefix))
+            shown[prefix] = ev["state"]
+        elif kind == "Pods" and "of" not in ev:          # the summary lane (a Pod's own lane is of "Pods")
+            pods[prefix] = state
+            if prefix in job and job_told(str(job[prefix].get("state", "")), state) != shown[prefix]:
+                out.append(ev)
+                ev = _job_event({**job[prefix], "t": ev["t"]}, state)
+                shown[prefix] = ev["state"]
+        elif kind in ("ProvisioningRequest", SHORT["ProvisioningRequest"]) and "BookingExpired" in state \
+                and prefix in unsuspended:
+            ev = _told(ev, state.replace("BookingExpired", "BookingExpired" + AS_EXPECTED),
+                       "the booking ended after the Job was unsuspended: its pods hold the capacity now "
+                       "(Kueue ignores BookingExpired once the Workload is admitted)")
+        elif kind == "Workload" and state == "deleted" and prefix in succeeded:
+            ev = _told(ev, AFTER_COMPLETING, "the Workload was deleted after the Job succeeded")
+        out.append(ev)
+    return out
+
+
+def run_phases(events: list[Obj]) -> tuple[list[list[str]], str]:
+    """The five phases over the run a log holds (phases.over_run of its phases events, and the last outcome),
+    with what is gone at its end said so: the Workload, or the pods, deleted after the Job completed.
+    ([], "") without phases."""
+    written = [e for e in events if "phases" in e]
+    if not written:
+        return [], ""
+    rows, outcome = phases.over_run([e["phases"] for e in written], str(written[-1].get("outcome") or ""))
+    last: dict[str, str] = {}
+    for ev in told(events):
+        if "lane" in ev:
+            last[ev["lane"]] = str(ev.get("state", ""))
+    gone = {"Quota reserved": last.get("Workload") == AFTER_COMPLETING and phases.WORKLOAD_DELETED,
+            "Pod scheduling": outcome == "succeeded" and last.get("Pods") == "0" and phases.PODS_DELETED}
+    for row in rows:
+        note = gone.get(row[0])
+        if note and row[1] == "done" and note not in row[2]:
+            row[2] = f"{row[2]}; {note}" if row[2] else note
+    return rows, outcome

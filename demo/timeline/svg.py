@@ -1,8 +1,9 @@
 """The timeline picture: one horizontal lane per object, one coloured bar per state.
 
 `render_svg()` draws the events of a timeline.log event log by hand as standalone SVG (no
-plotting library); `write()` reads a log and writes the picture.  PNG needs an external
-converter (rsvg-convert or ImageMagick's convert) on PATH.
+plotting library): the lanes as the readers tell them (lanes.told), a legend of the colours drawn,
+and the five phases over the run (lanes.run_phases); `write()` reads a log and writes the picture.
+PNG needs an external converter (rsvg-convert or ImageMagick's convert) on PATH.
 """
 
 from __future__ import annotations
@@ -18,16 +19,28 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from k8s.objects import Obj
-from .lanes import LANES
+from demo.jobs.phases import SYMBOLS
+from .lanes import AFTER_COMPLETING, AS_EXPECTED, LANES, run_phases, told
 from .log import read
 
-# Fill colours by state keyword; the first class with a matching keyword wins.
-COLORS = {"red": "#f4a3a3", "green": "#9bd89f", "amber": "#ffd37a", "grey": "#d6d6d6"}
+# Fill colours by state keyword; the first class with a matching keyword wins ("ended" before "red": a
+# BookingExpired told AS_EXPECTED, a deletion AFTER_COMPLETING).
+COLORS = {"ended": "#a9c8ee", "red": "#f4a3a3", "green": "#9bd89f", "amber": "#ffd37a", "grey": "#d6d6d6"}
 KEYWORDS = (
+    ("ended", (AS_EXPECTED.strip(" ()"), AFTER_COMPLETING)),
     ("red", ("fail", "reject", "evict", "inactive", "deleted", "revoked", "expired", "timeout")),
     ("green", ("succeeded", "admitted", "ready", "provisioned", "running")),
     ("amber", ("pending", "suspended", "accepted", "retry", "reserved", "created", "booting", "scheduled")),
 )
+# What each colour means: the legend of both pictures (the SVG and the live page)
+MEANINGS = {
+    "ended": "ended as expected: a booking used up once the Job was unsuspended (BookingExpired), "
+             "deleted after completing",
+    "red": "a failure: failed, rejected, evicted, inactive, expired or deleted before completing, timed out",
+    "green": "done or going: succeeded, admitted, Ready, Provisioned, running",
+    "amber": "waiting: suspended, unsuspended with pods pending, pending, accepted, retry, booting, scheduled",
+    "grey": "no state of note: a count of objects, none, finished, deleting, -",
+}
 MARKER_COLOR = "#d32f2f"
 
 WIDTH = 1000
@@ -44,12 +57,32 @@ class UnsupportedOutput(ValueError):
     """The requested picture format cannot be written here."""
 
 
-def color_for(state: str) -> str:
+def color_class(state: str) -> str:
+    """The colour class of a state ("ended", "red", "green", "amber", "grey"), by its keywords."""
     s = state.lower()
     for name, words in KEYWORDS:
         if any(w in s for w in words):
-            return COLORS[name]
-    return COLORS["grey"]
+            return name
+    return "grey"
+
+
+def color_for(state: str) -> str:
+    return COLORS[color_class(state)]
+
+
+def fit(label: str, width: float) -> str:
+    """The label of a bar `width` wide: whole when it fits, else cut with "…" when 3 characters or more fit
+    (the bar's tooltip and the legend say the rest), else none."""
+    if len(label) * CHAR_W + 8 <= width:
+        return label
+    n = int((width - 8) / CHAR_W) - 1
+    return label[:n] + "…" if n >= 3 else ""
+
+
+def legend(states) -> list[tuple[str, str, str]]:
+    """(class, fill, meaning) of every colour the states are drawn in, in COLORS order."""
+    used = {color_class(s) for s in states}
+    return [(name, fill, MEANINGS[name]) for name, fill in COLORS.items() if name in used]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -114,8 +147,15 @@ def _tick_step(total: float) -> float:
     return 10 * mag  # pragma: no cover
 
 
+PHASES_H = 16          # one line of the phases over the run, or of the legend
+
+
 def render_svg(events: list[Obj], title: str) -> str:
-    events = [e for e in events if _has_t(e) and drawn(e)]
+    """The picture of a log: its summary lanes (as lanes.told tells them) and markers, the legend of the
+    colours drawn, and the phases over the run (lanes.run_phases) when the log has phases."""
+    events = [e for e in events if _has_t(e)]
+    rows, _ = run_phases(events)
+    events = [e for e in told(events) if drawn(e)]
     lanes = lane_order(events)
     times = [float(e["t"]) for e in events]
     t0 = min(times) if times else 0.0
@@ -125,7 +165,11 @@ def render_svg(events: list[Obj], title: str) -> str:
     total = end - t0
     plot_w = WIDTH - LABEL_W - RIGHT_PAD
     axis_y = TOP + max(len(lanes), 1) * (LANE_H + LANE_GAP)
-    height = axis_y + 48
+    segs = segments(events, end)
+    keys = legend(state for lane in lanes for _, _, state, _ in segs.get(lane, []))
+    legend_y = axis_y + 48 + PHASES_H
+    phases_y = legend_y + len(keys) * PHASES_H + (PHASES_H if rows else 0)
+    height = phases_y + len(rows) * PHASES_H + (PHASES_H + 8 if rows else 0)
 
     def x(t: float) -> float:
         return LABEL_W + (t - t0) / total * plot_w
@@ -139,7 +183,6 @@ def render_svg(events: list[Obj], title: str) -> str:
     if not lanes:
         out.append(f'<text x="{LABEL_W}" y="{TOP + 16}" fill="#666">no events</text>')
 
-    segs = segments(events, end)
     for i, lane in enumerate(lanes):
         y = TOP + i * (LANE_H + LANE_GAP)
         out.append(f'<text x="{LABEL_W - 10}" y="{_num(y + LANE_H / 2 + 4)}" text-anchor="end" '
@@ -151,11 +194,12 @@ def render_svg(events: list[Obj], title: str) -> str:
             w = max(x2 - x1, 1.0)
             tip = f"{lane}: {state}" + (f" — {detail}" if detail else "") + \
                 f" (t={_num(start - t0)}s..{_num(stop - t0)}s)"
-            out.append(f'<rect x="{_num(x1)}" y="{y}" width="{_num(w)}" height="{LANE_H}" '
-                       f'fill="{color_for(state)}" stroke="#ffffff" stroke-width="1">'
+            out.append(f'<rect class="state {color_class(state)}" x="{_num(x1)}" y="{y}" width="{_num(w)}" '
+                       f'height="{LANE_H}" fill="{color_for(state)}" stroke="#ffffff" stroke-width="1">'
                        f"<title>{_text(tip)}</title></rect>")
-            if state and len(state) * CHAR_W + 8 <= w:
-                out.append(f'<text x="{_num(x1 + 4)}" y="{_num(y + LANE_H / 2 + 4)}">{_text(state)}</text>')
+            label = fit(state, w)
+            if label:
+                out.append(f'<text x="{_num(x1 + 4)}" y="{_num(y + LANE_H / 2 + 4)}">{_text(label)}</text>')
 
     # time axis
     out.append(f'<line x1="{LABEL_W}" y1="{axis_y}" x2="{WIDTH - RIGHT_PAD}" y2="{axis_y}" stroke="#333"/>')
@@ -180,6 +224,21 @@ def render_svg(events: list[Obj], title: str) -> str:
                    f'stroke="{MARKER_COLOR}" stroke-width="1.5" stroke-dasharray="5,4"/>')
         out.append(f'<text x="{_num(mx)}" y="{TOP - 16 - 14 * row}" text-anchor="middle" fill="{MARKER_COLOR}">'
                    f"{_text(ev['marker'])}</text>")
+
+    # the legend: one line per colour drawn, so that every bar says what it is (narrow ones by their colour)
+    for i, (name, fill, meaning) in enumerate(keys):
+        ly = legend_y + i * PHASES_H
+        out.append(f'<rect class="legend {name}" x="{LABEL_W}" y="{ly - 10}" width="18" height="11" fill="{fill}">'
+                   f"<title>{_text(meaning)}</title></rect>")
+        out.append(f'<text class="legend" x="{LABEL_W + 24}" y="{ly}">{_text(meaning)}</text>')
+    # the five phases over the run: what it reached, not what its teardown left
+    if rows:
+        out.append(f'<text x="{LABEL_W - 10}" y="{phases_y}" text-anchor="end" font-weight="bold">phases</text>')
+        out.append(f'<text class="phases" x="{LABEL_W}" y="{phases_y}" fill="#555">over the run</text>')
+    for i, (name, state, detail) in enumerate(rows):
+        py = phases_y + (i + 1) * PHASES_H
+        line = f"{SYMBOLS.get(state, '?')} {name}" + (f": {detail}" if detail else "")
+        out.append(f'<text class="phase {_text(state)}" x="{LABEL_W}" y="{py}">{_text(line)}</text>')
 
     out.append("</svg>")
     return "\n".join(out) + "\n"

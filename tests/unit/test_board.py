@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from demo.timeline import board
 from demo.timeline.lanes import GONE
+from demo.timeline.log import read
 from demo.timeline.svg import COLORS
 
 JOB = "job-train-ab12c"
@@ -47,15 +49,15 @@ def success_log():
         lane(102.5, f"Node {NODE_B}", "booting", "pool gpupool", "Nodes", NODE_B),
         phases(103.0, "done", "done", "done", "active", "pending"),
         lane(103.0, "Job", "running"), lane(103.0, "Workload", "admitted"),
-        lane(103.5, f"Pod {POD0}", "pending", "", "Pods", POD0),
+        lane(103.5, "Pods", "1 pending"), lane(103.5, f"Pod {POD0}", "pending", "", "Pods", POD0),
         {"t": 106.0, "cluster": "down", "detail": "connection refused"},
         {"t": 106.0, "cluster": "down", "detail": "connection refused again"},
         {"t": 109.0, "cluster": "up", "detail": "the apiserver answers again"},
         lane(117.0, f"Node {NODE_A}", "Ready", "", "Nodes", NODE_A),
         {"t": 117.1, "log": f"10:00:17 node {NODE_A}: Ready", "source": "fake-ca"},
-        lane(118.0, f"Pod {POD0}", "running", f"on {NODE_A}", "Pods", POD0),
+        lane(118.0, "Pods", "1 running"), lane(118.0, f"Pod {POD0}", "running", f"on {NODE_A}", "Pods", POD0),
         {"t": 118.0, "marker": "both pods running"},
-        lane(128.0, f"Pod {POD0}", "succeeded", f"on {NODE_A}", "Pods", POD0),
+        lane(128.0, "Pods", "1 succeeded"), lane(128.0, f"Pod {POD0}", "succeeded", f"on {NODE_A}", "Pods", POD0),
         phases(128.0, "done", "done", "done", "done", "done", outcome="succeeded"),
         lane(128.0, "Job", "succeeded"),
         lane(140.0, f"Node {NODE_B}", "deleting", "", "Nodes", NODE_B),
@@ -94,9 +96,12 @@ def test_object_lanes_keep_their_order_of_appearance_within_their_summary_lane()
 def test_segments_merge_repeats_stay_open_at_the_end_and_take_the_svg_colours():
     v = board.build(success_log())
     job = next(l for l in v["lanes"] if l["id"] == "Job")
+    # the Job lane as the SVG tells it: unsuspended with its pod pending until the Pods lane says it runs
     assert job["segments"] == [
         {"start": 100.0, "stop": 103.0, "state": "suspended", "detail": "", "color": COLORS["amber"]},
-        {"start": 103.0, "stop": 128.0, "state": "running", "detail": "", "color": COLORS["green"]},
+        {"start": 103.0, "stop": 118.0, "state": "unsuspended · pods pending",
+         "detail": "Kueue unsuspended the Job; its pods have not all started", "color": COLORS["amber"]},
+        {"start": 118.0, "stop": 128.0, "state": "running", "detail": "", "color": COLORS["green"]},
         {"start": 128.0, "stop": None, "state": "succeeded", "detail": "", "color": COLORS["green"]}]
 
 
@@ -142,8 +147,9 @@ def test_the_view_at_a_moment_holds_only_what_was_written_by_then():
     assert (v["at"], v["t0"], v["first"], v["last"]) == (103.0, 100.0, 100.0, 150.0)
     assert v["run"]["live"] is True and v["run"]["ended"] is None
     job = next(l for l in v["lanes"] if l["id"] == "Job")
-    assert job["segments"][-1] == {"start": 103.0, "stop": None, "state": "running", "detail": "",
-                                   "color": COLORS["green"]}
+    assert job["segments"][-1] == {"start": 103.0, "stop": None, "state": "unsuspended · pods pending",
+                                   "detail": "Kueue unsuspended the Job; its pods have not all started",
+                                   "color": COLORS["amber"]}
 
 
 def test_the_whole_log_is_the_view_at_its_last_event():
@@ -203,18 +209,22 @@ def test_times_are_rounded_to_milliseconds():
 
 # ----------------------------------------------------------------------------- phases, markers, the cluster
 
-def test_the_phases_are_the_last_written():
-    v = board.build(success_log())
+def test_the_phases_are_the_last_written_while_the_run_goes_on():
+    v = board.build(success_log(), at=149.0)
     assert v["phases"]["rows"][4] == {"name": "Running", "state": "done", "detail": "Running is done", "symbol": "✓"}
-    assert (v["phases"]["outcome"], v["phases"]["job"], v["phases"]["workload"]) == ("succeeded", JOB, WL)
-    symbols = [r["symbol"] for r in board.build(success_log(), at=103.0)["phases"]["rows"]]
-    assert symbols == ["✓", "✓", "✓", "…", "·"]
+    assert (v["phases"]["outcome"], v["phases"]["job"], v["phases"]["workload"], v["phases"]["over"]) == (
+        "succeeded", JOB, WL, "now")
+    at_103 = board.build(success_log(), at=103.0)["phases"]
+    assert [r["symbol"] for r in at_103["rows"]] == ["✓", "✓", "✓", "…", "·"]
+    assert [r["detail"] for r in at_103["rows"]][2:4] == ["Capacity provisioning is done", "Pod scheduling is active"]
+    assert board.build(success_log())["phases"]["over"] == "run"
     failed = board.build([phases(1.0, "done", "failed", "pending", "pending", "unknown", outcome=None)])
     assert [r["symbol"] for r in failed["phases"]["rows"]][1:] == ["✗", "·", "·", "?"]
     assert failed["phases"]["outcome"] == ""
     bare = board.build([{"t": 1.0, "phases": [["Submitted", "active", ""]]}])["phases"]
     assert (bare["job"], bare["workload"], bare["outcome"]) == ("", "", "")
-    assert board.build([lane(1.0, "Job", "x")])["phases"] == {"rows": [], "outcome": "", "job": "", "workload": ""}
+    assert board.build([lane(1.0, "Job", "x")])["phases"] == {"rows": [], "outcome": "", "job": "", "workload": "",
+                                                             "over": "now"}
 
 
 def test_markers_the_deadline_and_the_decision_in_time_order():
@@ -326,6 +336,96 @@ def test_the_view_carries_the_label_and_the_problems_and_is_json():
     v = board.build(success_log(), label="20260101-120000/success", problems=("x.jsonl:3: not an event",))
     assert (v["label"], v["problems"]) == ("20260101-120000/success", ["x.jsonl:3: not an event"])
     assert json.loads(json.dumps(v)) == v
-    assert set(v) == {"label", "run", "t0", "at", "first", "last", "phases", "lanes", "markers", "outages",
-                      "cluster", "problems"}
+    assert set(v) == {"label", "run", "t0", "at", "first", "last", "phases", "lanes", "legend", "markers",
+                      "outages", "cluster", "problems"}
     assert v["markers"] == [{"t": 118.0, "label": "both pods running", "kind": "marker", "detail": ""}]
+
+
+# ----------------------------------------------------------------------------- a recorded success run
+
+RECORDED = Path(__file__).parent / "recorded" / "success-run.jsonl"
+
+
+def recorded():
+    """`AUTO=1 ./scenario.sh success` on the kwok cluster (fake autoscaler), the log as the recorder wrote it: both
+    nodes booked, both pods scheduled and run, the Job Succeeded; then the scale-down and the Job's deletion
+    (which the recorder's watches still wrote after its "end")."""
+    return read(RECORDED)
+
+
+def test_the_recorded_run_is_a_success_whose_last_phases_are_its_teardown():
+    """What the page showed before: the last phases written, after the run, from the objects being deleted."""
+    events = recorded()
+    last = [e for e in events if "phases" in e][-1]["phases"]
+    assert [r[1] for r in last] == ["done"] * 5
+    assert dict((n, d) for n, _, d in last) == {
+        "Submitted": "Job applied (suspended)",
+        "Quota reserved": "quota was reserved (the Workload no longer exists)",
+        "Capacity provisioning": "capacity booked on 1 node(s) of gpupool",
+        "Pod scheduling": "1/2 on aks-gpupool-vmss900714",
+        "Running": "Succeeded (2/2 completions)"}
+
+
+def test_after_the_recorded_run_the_cards_say_what_it_reached_not_its_teardown():
+    v = board.build(recorded())
+    assert v["run"]["live"] is False
+    p = v["phases"]
+    assert (p["over"], p["outcome"], p["job"], p["workload"]) == (
+        "run", "succeeded", "job-train-d5400", "job-job-train-d5400-10749")
+    assert {r["name"]: (r["state"], r["detail"]) for r in p["rows"]} == {
+        "Submitted": ("done", "Job applied (suspended)"),
+        "Quota reserved": ("done", "16 nvidia.com/gpu on ClusterQueue gpu-a100 (flavor a100-scale); "
+                                   "the Workload was deleted after the Job completed"),
+        "Capacity provisioning": ("done", "capacity booked on 2 node(s) of gpupool"),
+        "Pod scheduling": ("done", "2/2 on aks-gpupool-vmss164189, aks-gpupool-vmss900714"),
+        "Running": ("done", "Succeeded (2/2 completions)")}
+    assert not any("no longer exists" in r["detail"] for r in p["rows"])
+    # replayed to the moment its recorder said "end" (before the teardown was written): the same summary
+    end = next(e["t"] for e in recorded() if e.get("run") == "end")
+    assert [r["detail"] for r in board.build(recorded(), at=end)["phases"]["rows"]][2:4] == [
+        "capacity booked on 2 node(s) of gpupool", "2/2 on aks-gpupool-vmss164189, aks-gpupool-vmss900714"]
+
+
+def test_while_the_recorded_run_goes_on_the_cards_are_its_current_state():
+    events = recorded()
+    both_pending = next(e["t"] for e in events if e.get("lane") == "Pods" and e["state"] == "2 pending")
+    p = board.build(events, at=both_pending)["phases"]
+    assert p["over"] == "now" and p["outcome"] == "waiting"
+    assert [(r["name"], r["state"]) for r in p["rows"]][2:] == [
+        ("Capacity provisioning", "done"), ("Pod scheduling", "active"), ("Running", "pending")]
+    assert p["rows"][3]["detail"] == "0/2 scheduled: 2 node(s) booting (NotReady until their VMs are up)"
+
+
+def _segments(view, lane_id):
+    return next(l["segments"] for l in view["lanes"] if l["id"] == lane_id)
+
+
+def test_on_the_recorded_run_the_job_lane_runs_only_once_its_pods_do():
+    events = recorded()
+    unsuspended = next(e["t"] for e in events if e.get("lane") == "Job" and e["state"] == "running")
+    pods = {e["lane"] for e in events if e.get("of") == "Pods"}
+    assert len(pods) == 2
+    all_running = max(next(e["t"] for e in events if e.get("lane") == p and e["state"] == "running") for p in pods)
+    job = _segments(board.build(events), "Job")
+    assert [s["state"] for s in job] == ["suspended", "unsuspended · pods pending", "unsuspended · 1/2 pods started",
+                                         "running", "succeeded"]
+    pending = job[1]
+    assert (pending["start"], pending["color"]) == (unsuspended, COLORS["amber"])
+    assert pending["stop"] > unsuspended + 10          # the 14 s the two nodes booted
+    running = next(s for s in job if s["state"] == "running")
+    assert running["start"] == all_running and running["color"] == COLORS["green"]
+
+
+def test_on_the_recorded_run_the_bookings_end_is_no_failure_and_every_colour_has_a_legend():
+    v = board.build(recorded())
+    request = _segments(v, "ProvisioningRequest #1")
+    expired = [s for s in request if "BookingExpired" in s["state"]]
+    assert [s["state"] for s in expired] == ["Provisioned+BookingExpired (as expected)"]
+    assert expired[0]["color"] == COLORS["ended"] != COLORS["red"]
+    assert "its pods hold the capacity" in expired[0]["detail"]
+    workload = _segments(v, "Workload")
+    assert (workload[-1]["state"], workload[-1]["color"]) == ("deleted after completing", COLORS["ended"])
+    colours = {s["color"] for lane in v["lanes"] for s in lane["segments"]}
+    assert COLORS["red"] not in colours                 # nothing failed in this run
+    assert {k["color"] for k in v["legend"]} == colours
+    assert all(k["meaning"] for k in v["legend"])

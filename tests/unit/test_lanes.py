@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 import k8s_objects as K
-from demo.timeline.lanes import (GONE, ObjectLane, deadline_at, decision, lane_for, object_lanes, phase_rows,
-                                  snapshot_states)
+from demo.timeline.lanes import (AFTER_COMPLETING, GONE, UNSUSPENDED, ObjectLane, deadline_at, decision, job_told,
+                                  lane_for, object_lanes, phase_rows, pod_counts, run_phases, snapshot_states, told)
 
 
 def states(job=None, workload=None, provreqs=(), pods=(), nodes=(), **kw):
@@ -329,3 +331,131 @@ def test_a_request_whose_name_kueue_cut_and_hashed_is_labelled_by_its_name_not_a
     lanes = object_lanes(K.job(), K.workload(), [cut], [], [K.node(K.NODE_A, K.provreq_uid(1))])
     assert f"ProvisioningRequest {K.WL_NAME}-gpu-prov-9f3e2-7" in lanes
     assert f"made for ProvisioningRequest {K.WL_NAME}-gpu-prov-9f3e2-7" in lanes[f"Node {K.NODE_A}"].detail
+
+
+# ---------------------------------------------------------------------------- how the readers tell a log (told)
+
+def ev(t, lane, state, detail="", of=None):
+    e = {"t": t, "lane": lane, "state": state, "detail": detail}
+    if of:
+        e.update({"of": of, "name": lane.split(" ", 1)[1]})
+    return e
+
+
+def told_states(events, lane):
+    return [(e["t"], e["state"]) for e in told(events) if e.get("lane") == lane]
+
+
+def test_pod_counts_read_the_pods_lane():
+    assert pod_counts("1 terminating, 2 pending, 1 running") == {"terminating": 1, "pending": 2, "running": 1}
+    assert pod_counts("0") == {} and pod_counts("") == {}
+    assert pod_counts("x pending, 3, 12 limbo") == {"limbo": 12}
+
+
+@pytest.mark.parametrize("pods, told_as", [
+    (None, "running"),                                           # no Pods lane known: as written
+    ("0", UNSUSPENDED), ("2 pending", UNSUSPENDED),
+    ("1 pending, 1 running", "unsuspended · 1/2 pods started"),
+    ("2 pending, 1 succeeded", "unsuspended · 1/3 pods started"),
+    ("1 pending, 1 failed", "unsuspended · 1/2 pods started"),
+    ("1 terminating, 1 pending", UNSUSPENDED),
+    ("2 running", "running"), ("1 running, 1 succeeded", "running"), ("2 succeeded", "running"),
+    ("1 terminating", "running"),
+])
+def test_the_job_runs_only_once_no_pod_is_pending(pods, told_as):
+    assert job_told("running", pods) == told_as
+
+
+def test_only_a_running_job_is_told_with_its_pods_and_its_marks_stay():
+    assert job_told("suspended", "2 pending") == "suspended"
+    assert job_told("succeeded", "2 pending") == "succeeded"
+    assert job_told("running · marked AdmissionTimeout", "1 pending") == UNSUSPENDED + " · marked AdmissionTimeout"
+    assert job_told("running · marked X", "1 pending, 1 running") == "unsuspended · 1/2 pods started · marked X"
+    assert job_told("xrunning", "1 pending") == "xrunning"
+
+
+def test_the_job_lane_is_told_again_when_the_pods_lane_changes():
+    events = [ev(1, "Job", "suspended"), ev(1, "Pods", "0"), {"t": 2, "marker": "m"}, ev(3, "Job", "running", "d"),
+              ev(4, "Pods", "2 pending"), ev(5, "Pods", "1 pending, 1 running"), ev(6, "Pods", "2 running"),
+              ev(7, "Pods", "1 running, 1 succeeded"), ev(8, "Job", "succeeded"), ev(9, "Pods", "0")]
+    out = told(events)
+    assert told_states(events, "Job") == [(1, "suspended"), (3, UNSUSPENDED), (5, "unsuspended · 1/2 pods started"),
+                                          (6, "running"), (8, "succeeded")]
+    # each added Job event comes right after the Pods event that made it, at its time; the rest as written
+    assert [(e["t"], e.get("lane", "marker")) for e in out] == [
+        (1, "Job"), (1, "Pods"), (2, "marker"), (3, "Job"), (4, "Pods"), (5, "Pods"), (5, "Job"), (6, "Pods"),
+        (6, "Job"), (7, "Pods"), (8, "Job"), (9, "Pods")]
+    jobs_ = [e for e in out if e.get("lane") == "Job"]
+    assert jobs_[1]["detail"] == "d: Kueue unsuspended the Job; its pods have not all started"
+    assert jobs_[2]["detail"] == "d: Kueue unsuspended the Job; its pods have not all started"
+    assert jobs_[3] == {"t": 6, "lane": "Job", "state": "running", "detail": "d"}
+    assert events[3] == ev(3, "Job", "running", "d")                  # the events given are not changed
+
+
+def test_a_pods_own_lane_or_another_clusters_pods_lane_does_not_tell_the_job():
+    events = [ev(1, "Pods", "1 pending"), ev(2, "Job", "running"), ev(3, "Pod p", "running", of="Pods"),
+              ev(4, "worker-a Pods", "1 running"), ev(5, "worker-a Job", "running"), ev(6, "worker-a Pods", "1 pending")]
+    assert told_states(events, "Job") == [(2, UNSUSPENDED)]
+    assert told_states(events, "worker-a Job") == [(5, "running"), (6, UNSUSPENDED)]
+    assert told_states(events, "Pod p") == [(3, "running")]
+    assert told_states([ev(1, "Job", "running")], "Job") == [(1, "running")]      # no Pods lane: as written
+
+
+def test_booking_expired_once_the_job_was_unsuspended_is_expected():
+    before = [ev(1, "Job", "suspended"), ev(2, "ProvisioningRequest", "#1 Provisioned+BookingExpired")]
+    assert told_states(before, "ProvisioningRequest") == [(2, "#1 Provisioned+BookingExpired")]
+    for job in ("running", "succeeded"):
+        events = [ev(1, "Job", job), ev(2, "ProvisioningRequest", "#1 Provisioned+BookingExpired"),
+                  ev(2, "ProvisioningRequest #1", "Provisioned+BookingExpired", "pr-1", of="ProvisioningRequest"),
+                  ev(3, "ProvisioningRequest", "#1 Provisioned")]
+        out = [e for e in told(events) if "ProvisioningRequest" in e["lane"]]
+        assert [e["state"] for e in out] == ["#1 Provisioned+BookingExpired (as expected)",
+                                             "Provisioned+BookingExpired (as expected)", "#1 Provisioned"]
+        why = ("the booking ended after the Job was unsuspended: its pods hold the capacity now (Kueue ignores "
+               "BookingExpired once the Workload is admitted)")
+        assert [e["detail"] for e in out] == [why, f"pr-1: {why}", ""]
+    # the Job unsuspended in another cluster of a MultiKueue trio says nothing of this one's request
+    other = [ev(1, "worker-a Job", "running"), ev(2, "worker-b ProvReq", "#1 BookingExpired"),
+             ev(3, "worker-a ProvReq", "#1 BookingExpired")]
+    assert [e["state"] for e in told(other)][1:] == ["#1 BookingExpired", "#1 BookingExpired (as expected)"]
+
+
+def test_a_deletion_after_the_job_succeeded_is_after_completing():
+    events = [ev(1, "Workload", "deleted"), ev(1, "Job", "running"), ev(2, "Job", "succeeded"),
+              ev(3, "Workload", "finished"), ev(4, "Workload", "deleted"), ev(5, "Job", "deleted"),
+              ev(6, "worker-a Workload", "deleted")]
+    assert [(e["lane"], e["state"], e["detail"]) for e in told(events) if e["state"].startswith("deleted")] == [
+        ("Workload", "deleted", ""),
+        ("Workload", AFTER_COMPLETING, "the Workload was deleted after the Job succeeded"),
+        ("Job", AFTER_COMPLETING, "the Job was deleted after it succeeded"),
+        ("worker-a Workload", "deleted", "")]
+    failed = [ev(1, "Job", "failed"), ev(2, "Workload", "deleted"), ev(3, "Job", "deleted")]
+    assert [e["state"] for e in told(failed)] == ["failed", "deleted", "deleted"]
+
+
+def test_run_phases_are_over_the_run_and_say_what_was_deleted_after_completing():
+    rows = lambda *details: [["Quota reserved", "done", details[0]], ["Pod scheduling", "done", details[1]]]
+    events = [{"t": 1, "phases": rows("16 GPU", "2/2 on a, b"), "outcome": "succeeded"},
+              ev(1, "Job", "succeeded"), ev(1, "Pods", "2 succeeded"),
+              ev(2, "Workload", "deleted"), ev(2, "Pods", "0"),
+              {"t": 2, "phases": rows("quota was reserved", "1/2 on b"), "outcome": "succeeded"}]
+    assert run_phases(events) == (
+        [["Quota reserved", "done", "16 GPU; the Workload was deleted after the Job completed"],
+         ["Pod scheduling", "done", "2/2 on a, b; the pods were deleted after the Job completed"]], "succeeded")
+    assert run_phases([]) == ([], "")
+    assert run_phases([ev(1, "Job", "running")]) == ([], "")
+    # the pods gone before the Job completed, the Workload there at the end: nothing to add
+    running = [{"t": 1, "phases": rows("16 GPU", "2/2 on a, b") + [["Running", "active", "Running (2/2 pods)"]],
+                "outcome": "running"}, ev(1, "Job", "running"), ev(2, "Pods", "0"), ev(2, "Workload", "admitted")]
+    assert run_phases(running) == (rows("16 GPU", "2/2 on a, b") + [["Running", "active", "Running (2/2 pods)"]],
+                                   "running")
+    # a detail that says it already is not said twice; a phase not done gets nothing; an empty detail the note alone
+    said = [{"t": 1, "phases": [["Quota reserved", "done", ""], ["Pod scheduling", "done",
+                                "scheduled (the pods were deleted after the Job completed)"]], "outcome": None},
+            ev(1, "Job", "succeeded"), ev(2, "Workload", "deleted"), ev(2, "Pods", "0")]
+    assert run_phases(said) == ([["Quota reserved", "done", "the Workload was deleted after the Job completed"],
+                                 ["Pod scheduling", "done", "scheduled (the pods were deleted after the Job completed)"]],
+                                "succeeded")
+    open_ = [{"t": 1, "phases": [["Quota reserved", "active", "waiting"]], "outcome": "waiting"},
+             ev(1, "Job", "succeeded"), ev(2, "Workload", "deleted")]
+    assert run_phases(open_) == ([["Quota reserved", "active", "waiting"]], "waiting")

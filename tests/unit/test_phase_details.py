@@ -154,13 +154,15 @@ def test_a_suspended_job_outside_any_queue_is_still_applied_suspended():
 
 def test_a_workload_gone_while_the_job_runs_had_its_quota():
     job = K.job(suspend=False, active=2)
-    assert phase("Quota reserved", job) == ("done", "quota was reserved (the Workload no longer exists)")
+    assert phase("Quota reserved", job) == ("done", "quota was reserved (the Workload has been deleted since)")
     assert phase("Capacity provisioning", job) == ("done", "capacity found on existing nodes")
 
 
 def test_a_finished_job_whose_workload_is_gone_had_its_quota_and_capacity():
     done = unmanaged(K.snap_job_complete()["job"])
-    assert phase("Quota reserved", done) == ("done", "quota was reserved (the Workload no longer exists)")
+    # it was not "no longer there" as if it never was: it went with the Job once the Job completed
+    assert phase("Quota reserved", done) == ("done", "quota was reserved (the Workload was deleted after the Job "
+                                                     "completed)")
     assert phase("Capacity provisioning", done) == ("done", "capacity found on existing nodes")
     running = unmanaged(K.job(suspend=False, active=2))
     assert phase("Capacity provisioning", running, K.workload([RESERVED], K.admission())) == \
@@ -317,7 +319,7 @@ def test_the_cause_of_a_deactivation(wl, cause):
 def test_a_finished_job_whose_pods_are_gone_was_scheduled():
     snap = K.snap_job_complete()
     assert phase("Pod scheduling", snap["job"], snap["workload"], snap["provreqs"], [], snap["nodes"]) == \
-        ("done", "scheduled (the pods no longer exist)")
+        ("done", "scheduled (the pods were deleted after the Job completed)")
 
 
 def test_more_pods_than_the_job_runs_at_once_are_counted_as_pods():

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 import k8s_objects as K
-from demo.jobs.phases import PHASES, View, derive, pool_line, quota_summary
+from demo.jobs.phases import PHASES, View, derive, over_run, pool_line, quota_summary
 from k8s.quantity import parse_quantity_exact as parse_quantity
 
 SUCCESS_SAMPLE = """\
@@ -292,3 +292,58 @@ def test_parse_quantity(q, expected):
 def test_parse_quantity_rejects_garbage():
     with pytest.raises(ValueError):
         parse_quantity("lots")
+
+
+# ------------------------------------------------------------------------- over a whole run (over_run)
+
+def rows(*phases_):
+    """[[name, state, detail] x 5] from (state, detail) pairs, in PHASES order."""
+    return [[n, s, d] for n, (s, d) in zip(PHASES, phases_)]
+
+
+DONE5 = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("done", "2/2 on a, b"), ("done", "Succeeded"))
+
+
+def test_over_a_run_each_phase_is_as_it_was_first_done_not_as_its_teardown_left_it():
+    teardown = rows(("done", "applied"), ("done", "quota was reserved (gone)"), ("done", "capacity booked on 1 node(s)"),
+                    ("done", "1/2 on b"), ("done", "Succeeded"))
+    early = rows(("done", "applied"), ("active", "waiting"), ("pending", ""), ("pending", ""), ("pending", ""))
+    assert over_run([early, DONE5, teardown], "succeeded") == (DONE5, "succeeded")
+    assert over_run([early, DONE5, teardown], "") == (DONE5, "succeeded")      # all done: succeeded
+
+
+def test_over_a_run_a_phase_failed_at_its_end_stays_failed_and_the_rest_are_pending():
+    admitted = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("active", "0/2"), ("pending", ""))
+    rejected = rows(("done", "applied"), ("done", "quota was reserved (released on eviction)"),
+                    ("failed", "rejected by admission check"), ("pending", ""), ("pending", ""))
+    assert over_run([admitted, rejected], "failed") == (
+        rows(("done", "applied"), ("done", QUOTA), ("failed", "rejected by admission check"), ("pending", ""),
+             ("pending", "")), "failed")
+    assert over_run([admitted, rejected], "waiting")[1] == "failed"
+
+
+def test_over_a_run_a_phase_never_done_is_as_last_open():
+    first = rows(("done", "applied"), ("active", "waiting for Kueue"), ("pending", ""), ("pending", ""), ("pending", ""))
+    later = rows(("done", "applied"), ("active", "retry after attempt 1"), ("pending", ""), ("pending", ""),
+                 ("pending", ""))
+    assert over_run([first, later], "waiting") == (later, "waiting")
+    # an open phase that went back to pending (the phase before it went back): as it was last open
+    opened = rows(("done", "applied"), ("done", QUOTA), ("active", "waiting for the autoscaler"), ("pending", ""),
+                  ("pending", ""))
+    opened2 = rows(("done", "applied"), ("done", QUOTA), ("active", "retry: no capacity"), ("pending", ""),
+                   ("pending", ""))
+    back = rows(("done", "applied"), ("active", "requeued"), ("pending", ""), ("pending", ""), ("pending", ""))
+    assert over_run([opened, opened2, back], "waiting") == (
+        rows(("done", "applied"), ("done", QUOTA), ("active", "retry: no capacity"), ("pending", ""), ("pending", "")),
+        "waiting")
+    never = rows(("done", "applied"), ("done", QUOTA), ("pending", ""), ("pending", ""), ("pending", ""))
+    assert over_run([never], "waiting") == (never, "waiting")
+
+
+def test_over_a_run_of_nothing_is_nothing_and_the_rows_given_are_not_changed():
+    assert over_run([], "waiting") == ([], "waiting")
+    assert over_run([]) == ([], "")
+    history = [copy.deepcopy(DONE5)]
+    got, _ = over_run(history)
+    got[0][2] = "changed"
+    assert history == [DONE5]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -171,7 +172,8 @@ def parse(svg: str) -> ET.Element:
 
 
 def rects(root: ET.Element) -> list[ET.Element]:
-    return root.findall(f".//{SVG}rect")
+    """The lanes' bars (not the legend's swatches)."""
+    return [r for r in root.findall(f".//{SVG}rect") if r.get("class", "").startswith("state ")]
 
 
 def texts(root: ET.Element) -> list[str]:
@@ -368,12 +370,18 @@ def test_every_kind_of_event_reads_back(tmp_path):
     assert events.read(path) == good
 
 
-def test_the_svg_draws_only_summary_lanes_and_markers():
+def test_the_svg_draws_only_summary_lanes_and_markers_and_the_phases_over_the_run():
     extra = [{"t": 1003.0, "lane": "Node n1", "state": "booting", "detail": "", "of": "Nodes", "name": "n1"},
              {"t": 1200.0, "deadline": "j"}, {"t": 900.0, "run": "start", "job": "j"},
-             {"t": 1003.0, "phases": [["a", "b", "c"]]}, {"t": 1004.0, "log": "x", "source": "kueue"},
+             {"t": 1004.0, "log": "x", "source": "kueue"},
              {"t": 1005.0, "cluster": "down"}, {"t": 1300.0, "decision": "timed-out"}]
     assert timeline.render_svg(EVENTS + extra, "t") == timeline.render_svg(EVENTS, "t")
+    phases = {"t": 1003.0, "phases": [["Submitted", "done", "Job applied"], ["Quota reserved", "active", "wait"]]}
+    with_phases = parse(timeline.render_svg(EVENTS + [phases], "t"))
+    assert [(r.get("x"), r.get("y"), r.get("fill")) for r in rects(with_phases)] == \
+        [(r.get("x"), r.get("y"), r.get("fill")) for r in rects(parse(timeline.render_svg(EVENTS, "t")))]
+    assert texts(with_phases)[-3:] == ["over the run", "✓ Submitted: Job applied", "… Quota reserved: wait"]
+    assert "over the run" not in texts(parse(timeline.render_svg(EVENTS, "t")))
 
 
 def test_booting_and_scheduled_are_waiting_colours():
@@ -444,3 +452,92 @@ def test_lines_from_the_end_of_a_file_that_does_not_exist_yet_read_it_from_its_s
     lines_ = events.Lines(path, from_end=True)
     path.write_bytes(b"first\n")
     assert lines_.new() == ([b"first"], False)
+
+
+# ------------------------------------------------------------------------------ the SVG of a recorded success run
+
+RECORDED = Path(__file__).parent / "recorded" / "success-run.jsonl"       # see tests/unit/test_board.py
+TITLE = "Success path: a 2 × 8-GPU gang starts only when both nodes exist"
+
+
+def bars(root: ET.Element) -> dict[str, list[ET.Element]]:
+    """lane -> its bars, by their tooltips ("<lane>: <state> ... (t=..)")."""
+    out: dict[str, list[ET.Element]] = {}
+    for r in rects(root):
+        out.setdefault(r.find(f"{SVG}title").text.split(": ")[0], []).append(r)
+    return out
+
+
+def state_of(bar: ET.Element) -> str:
+    return bar.find(f"{SVG}title").text.split(": ", 1)[1].split(" (t=")[0].split(" — ")[0]
+
+
+def test_the_svg_of_the_recorded_run_shows_what_it_reached():
+    root = parse(timeline.render_svg(events.read(RECORDED), TITLE))
+    phases = [t.text for t in root.iter(f"{SVG}text") if (t.get("class") or "").startswith("phase ")]
+    assert phases == [
+        "✓ Submitted: Job applied (suspended)",
+        "✓ Quota reserved: 16 nvidia.com/gpu on ClusterQueue gpu-a100 (flavor a100-scale); the Workload was deleted "
+        "after the Job completed",
+        "✓ Capacity provisioning: capacity booked on 2 node(s) of gpupool",
+        "✓ Pod scheduling: 2/2 on aks-gpupool-vmss164189, aks-gpupool-vmss900714",
+        "✓ Running: Succeeded (2/2 completions)"]
+
+
+def test_the_svg_of_the_recorded_run_tells_unsuspended_from_running_and_colours_nothing_red():
+    root = parse(timeline.render_svg(events.read(RECORDED), TITLE))
+    lanes = bars(root)
+    assert [state_of(b) for b in lanes["Job"]] == ["suspended", "unsuspended · pods pending",
+                                                   "unsuspended · 1/2 pods started", "running", "succeeded"]
+    assert lanes["Job"][1].get("fill") == timeline.COLORS["amber"]
+    # the 14 s the nodes booted: the Job waits with its pods pending as long as the Pods lane shows them pending
+    pods = lanes["Pods"]
+    pending = next(b for b in pods if state_of(b) == "2 pending")
+    assert float(lanes["Job"][1].get("x")) + float(lanes["Job"][1].get("width")) == pytest.approx(
+        float(pending.get("x")) + float(pending.get("width")), abs=0.2)
+    booking = [b for b in lanes["ProvisioningRequest"] if "BookingExpired" in state_of(b)]
+    assert [state_of(b) for b in booking] == ["#1 Provisioned+BookingExpired (as expected)"]
+    assert booking[0].get("fill") == timeline.COLORS["ended"]
+    assert [state_of(b) for b in lanes["Workload"]][-1] == "deleted after completing"
+    assert lanes["Workload"][-1].get("fill") == timeline.COLORS["ended"]
+    assert timeline.COLORS["red"] not in {r.get("fill") for r in rects(root)}
+
+
+def test_every_colour_of_the_recorded_runs_svg_is_in_its_legend_and_every_bar_has_a_tooltip():
+    root = parse(timeline.render_svg(events.read(RECORDED), TITLE))
+    swatches = {r.get("fill"): r.find(f"{SVG}title").text for r in root.iter(f"{SVG}rect")
+                if (r.get("class") or "").startswith("legend ")}
+    assert set(swatches) == {r.get("fill") for r in rects(root)}
+    assert set(swatches.values()) <= set(texts(root))      # each meaning written beside its swatch
+    assert swatches[timeline.COLORS["ended"]].startswith("ended as expected")
+    assert all(state_of(r) for r in rects(root))
+
+
+def test_the_ends_as_expected_are_not_failures():
+    assert timeline.color_class("#1 Provisioned+BookingExpired (as expected)") == "ended"
+    assert timeline.color_for("deleted after completing") == timeline.COLORS["ended"]
+    assert timeline.color_class("#1 Provisioned+BookingExpired") == "red"       # before the Job was unsuspended
+    assert timeline.color_class("deleted") == "red"
+    assert timeline.color_class("unsuspended · pods pending") == "amber"
+    assert timeline.color_class("unsuspended · 1/2 pods started") == "amber"
+    assert timeline.color_class("2") == "grey"
+
+
+def test_the_legend_names_the_colours_drawn_in_their_order():
+    assert timeline.legend(["2", "running", "suspended", "ready"]) == [
+        ("green", timeline.COLORS["green"], timeline.MEANINGS["green"]),
+        ("amber", timeline.COLORS["amber"], timeline.MEANINGS["amber"]),
+        ("grey", timeline.COLORS["grey"], timeline.MEANINGS["grey"])]
+    assert timeline.legend([]) == []
+    assert set(timeline.MEANINGS) == set(timeline.COLORS)
+
+
+def test_a_label_too_long_for_its_bar_is_cut_when_three_characters_fit():
+    assert timeline.fit("abc", 3 * timeline.CHAR_W + 8) == "abc"
+    assert timeline.fit("abcdefgh", 5 * timeline.CHAR_W + 8) == "abcd…"
+    assert timeline.fit("abcdefgh", 4 * timeline.CHAR_W + 8) == "abc…"
+    assert timeline.fit("abcdefgh", 4 * timeline.CHAR_W + 7) == ""
+    root = parse(timeline.render_svg([{"t": 0, "lane": "Job", "state": "x" * 200}, {"t": 100, "lane": "Nodes",
+                                                                                    "state": "2"}], "t"))
+    cut = [t for t in texts(root) if t.startswith("xxx")]
+    assert len(cut) == 1 and cut[0].endswith("…") and len(cut[0]) < 200

@@ -46,6 +46,7 @@ function render(v) {
   drawBanners(v);
   drawPhases(v);
   drawLanes(v);
+  drawLegend(v);
 }
 
 function drawHeader(v) {
@@ -91,6 +92,10 @@ function drawBanners(v) {
 
 function drawPhases(v) {
   const box = $("phases");
+  const over = (v.phases && v.phases.over) || "";
+  box.dataset.over = over;
+  // once the run has ended the server sends the phases over the run: what it reached, not its teardown
+  show("phases-caption", over === "run" ? "The run has ended: the phases over the run, as far as each got." : "");
   box.replaceChildren();
   for (const p of (v.phases && v.phases.rows) || []) {
     const d = el("div", { class: `phase ${p.state}`, "data-phase": p.name, "data-state": p.state });
@@ -184,7 +189,8 @@ function laneRow(v, lane, W, x, end) {
     r.append(sv("title", {}, `${lane.id}: ${s.state}${s.detail ? " — " + s.detail : ""} ` +
       `(${rel(s.start)} .. ${s.stop === null ? "now" : rel(s.stop)})`));
     svg.append(r);
-    if (s.state.length * 6.4 + 8 <= w) svg.append(sv("text", { x: x1 + 4, y: ROW_H / 2 + 4, "font-size": 11 }, s.state));
+    const label = fit(s.state, w);
+    if (label) svg.append(sv("text", { x: x1 + 4, y: ROW_H / 2 + 4, "font-size": 11 }, label));
   }
   for (const o of v.outages) {
     const x1 = x(o.start);
@@ -199,6 +205,25 @@ function laneRow(v, lane, W, x, end) {
   }
   row.append(name, svg, logCell(lane));
   return row;
+}
+
+// A bar's label: whole when it fits, else cut with "…" (as the SVG does: demo/timeline/svg.py fit); the bar's
+// title and the legend say the rest.
+function fit(label, w) {
+  if (label.length * 6.4 + 8 <= w) return label;
+  const n = Math.floor((w - 8) / 6.4) - 1;
+  return n >= 3 ? label.slice(0, n) + "…" : "";
+}
+
+// What each colour drawn means (the server's legend: demo/timeline/svg.py MEANINGS).
+function drawLegend(v) {
+  const box = $("legend");
+  box.replaceChildren();
+  for (const k of v.legend || []) {
+    const item = el("span", { class: "key", "data-class": k.class });
+    item.append(el("span", { class: "swatch", style: `background: ${k.color}` }), document.createTextNode(k.meaning));
+    box.append(item);
+  }
 }
 
 function cssId(s) { return s.replace(/[^A-Za-z0-9_-]/g, "_"); }
