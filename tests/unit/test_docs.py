@@ -270,3 +270,99 @@ def test_the_commits_that_did_not_land_are_read_from_their_table():
     assert did_not_land(text) == {"1234abc": "9abcdef", "5678def": "9abcdef"}
     assert did_not_land(text.replace("landed in", "merged in")) == {}
     assert SHORT_COMMIT.findall("at 0187795, vmss532497, 35e8a280425c, 1234567, deadbee, abc1234.") == ["0187795", "1234567", "abc1234"]
+
+
+# ------------------------------------------------------------------ every thing that can be added has its row
+
+def leaf_commands(group: click.Group = tau_demo, path: tuple[str, ...] = ()) -> list[str]:
+    """Every command of the CLI that runs something, as "tau-demo a b" (a group with a callback of its own,
+    `fake-ca` say, counts as one too)."""
+    out = []
+    for name, cmd in sorted(group.commands.items()):
+        words = (*path, name)
+        if isinstance(cmd, click.Group):
+            if cmd.invoke_without_command:
+                out.append(" ".join(("tau-demo", *words)))
+            out += leaf_commands(cmd, words)
+        else:
+            out.append(" ".join(("tau-demo", *words)))
+    return out
+
+
+def usage_rows() -> set[str]:
+    """The commands docs/usage.md's table names: the words of each backticked `tau-demo ...` up to its first
+    flag or value."""
+    page = (REPO / "docs" / "usage.md").read_text()
+    named = set()
+    for text in table_commands(page):
+        cmd, chain, _ = resolve(text.replace("[", " ").split()[1:])
+        named.add(" ".join(["tau-demo", *[c.name for c in chain[1:]], cmd.name]))
+    return named
+
+
+def test_every_cli_command_has_a_row_in_the_usage_table():
+    commands = leaf_commands()
+    assert len(commands) >= 15, commands
+    missing = [c for c in commands if c not in usage_rows()]
+    assert not missing, f"commands without a row in docs/usage.md: {missing}"
+
+
+def test_the_command_walk_finds_subcommands_and_groups_that_run_themselves():
+    commands = leaf_commands()
+    assert {"tau-demo cluster up", "tau-demo toolchain ensure", "tau-demo fake-ca", "tau-demo fake-ca explain",
+            "tau-demo kueue-specs", "tau-demo scenario list"} <= set(commands)
+    assert "tau-demo cluster" not in commands and "tau-demo scenario" not in commands
+
+
+def described_files(page: str, heading: str) -> set[str]:
+    """The test files the first table under `heading` of docs/<page> names in backticks."""
+    text = (REPO / "docs" / page).read_text()
+    section = text.split(heading, 1)[1]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            rows.append(line.split("|")[1])
+    return set(re.findall(r"`(test_[a-z0-9_]+\.py)`", "\n".join(rows)))
+
+
+@pytest.mark.parametrize("folder, heading", [("unit", "## Unit tests"), ("cluster", "## Cluster tests")])
+def test_every_test_file_has_a_row_in_the_testing_page(folder, heading):
+    files = {p.name for p in (REPO / "tests" / folder).glob("test_*.py")}
+    described = described_files("testing.md", heading)
+    assert len(files) >= 10, files
+    assert not files - described, f"tests/{folder} files without a row in docs/testing.md: {sorted(files - described)}"
+    assert not described - files, f"rows of docs/testing.md naming no file of tests/{folder}: {sorted(described - files)}"
+
+
+WORDS = {6: "six", 9: "nine"}     # a count the docs spell out; another is written in digits there
+
+
+def counted_claims() -> list[tuple[str, str, int]]:
+    """(page, the words that state a count, the count the code gives): the scenario groups, Kueue's specs, the
+    mutation gate's modules and equivalents (the probes' counts: tests/unit/test_conformance_probes.py)."""
+    from tests.mutation import report
+    walkthrough, upstream = len(catalogue.members("all")), len(catalogue.members("upstream"))
+    specs = [s for s in catalogue.scenarios() if s.group == "kueue-specs"]
+    real = sum(1 for s in specs if not s.needs_fake)
+    gate = report.settings()
+    equivalents = len(report.read_equivalents(gate.equivalents_file))
+    return [
+        ("README.md", f"the design's story in {WORDS.get(walkthrough, walkthrough)} scenarios", walkthrough),
+        ("docs/upstream.md", f"The group `upstream` holds {WORDS.get(upstream, upstream)} scenarios", upstream),
+        ("docs/usage.md", f"the group `upstream` after them: {WORDS.get(upstream, upstream)} scenarios", upstream),
+        ("README.md", f"Kueue's {len(specs)} provisioning specs", len(specs)),
+        ("docs/usage.md", f"Kueue v0.19.2's own {len(specs)} provisioning specs", len(specs)),
+        ("docs/testing.md", f"own {len(specs)} provisioning specs (`scenarios/kueue_specs/`), each under the "
+                            f"session's fake autoscaler, then, in one test, the {real} the real", real),
+        ("docs/testing.md", f"`only_mutate` holds **{len(gate.modules)} modules**", len(gate.modules)),
+        ("docs/testing.md", f"lists **{equivalents} equivalent mutants**", equivalents),
+    ]
+
+
+def test_the_counts_the_docs_state_are_the_codes():
+    claims = counted_claims()
+    missing = [(page, words) for page, words, _ in claims if " ".join(words.split()) not in
+               " ".join((REPO / page).read_text().split())]
+    assert not missing, f"a count in the docs is not the code's (or the sentence changed): {missing}"
