@@ -21,6 +21,7 @@ from common import median  # noqa: E402
 from demo.cluster.state import default_kubeconfig  # noqa: E402
 from demo.jobs import observe  # noqa: E402
 from k8s import heartbeat  # noqa: E402
+from k8s import job as jobs  # noqa: E402
 from k8s import workload as workloads  # noqa: E402
 from k8s.client import Kube  # noqa: E402
 from k8s.keys import MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED  # noqa: E402
@@ -57,7 +58,7 @@ def main() -> None:
                 marks.setdefault("provisioned", now)
             if wl and workloads.admitted(wl):
                 marks.setdefault("admitted", now)
-            if s.job and s.job["spec"].get("suspend") is False:
+            if jobs.started(s.job):
                 marks.setdefault("unsuspended", now)
             made = [n for n in s.nodes if MANAGED_LABEL in n["metadata"].get("labels", {})]
             if len(made) >= 2 and all((condition(n, "Ready") or {}).get("status") == "True" for n in made):

@@ -114,7 +114,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             "marked": any(jobs.mirrored(j) for j in job_seen),
             "cleanup_armed": any(jobs.cleanup_after(j) for j in job_seen),
             "deleted_by_controller": rec.samples[-1][1].job is None,
-            "started": rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False and s.pods),
+            "started": rec.ever(lambda s: jobs.started(s.job) and s.pods),
             "admitted": rec.ever(lambda s: s.workload is not None and workloads.admitted(s.workload)),
             "committed": rec.ever(lambda s: s.workload is not None and workloads.committed_timeout(s.workload)),
             "succeeded": any(((j.get("status") or {}).get("succeeded") or 0) >= 2 for j in job_seen),
@@ -193,7 +193,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
         wls = [s.workload for _, s in rec.samples if s.workload]
         ctx.check(any((condition(w, EVICTED) or {}).get("reason") == DEACTIVATED for w in wls),
                   "Kueue evicted the Workload with reason Deactivated")
-        ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
+        ctx.check(not rec.ever(lambda s: jobs.started(s.job)),
                   "the Job's spec.suspend stayed true throughout")
         ctx.check(not rec.ever(lambda s: s.workload is not None and workloads.admitted(s.workload)),
                   "the Workload was never Admitted")
@@ -247,7 +247,7 @@ def interrupted(ctx: Context, point: str) -> dict:
         mirror_times = {annotations(j).get(TERMINAL_TIME_ANNOTATION) for j in seen} - {None}
         cleanup_times = {annotations(j).get(CLEANUP_AFTER_ANNOTATION) for j in seen} - {None}
         return {"at_kill": at_kill, "mirror_writes": len(mirror_times), "arm_writes": len(cleanup_times),
-                "unsuspended": rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False)}
+                "unsuspended": rec.ever(lambda s: jobs.started(s.job))}
     finally:
         ctl.stop()
         ctx.delete_job(name)

@@ -11,6 +11,7 @@ from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
 from demo.timeline import svg
 from fake_ca.request import pod_requests
+from k8s import job as jobs
 from k8s import node as nodes_
 from k8s.keys import DEMO_POOL, GPU, PROFILE
 from k8s.objects import parse_time
@@ -65,7 +66,7 @@ def run(ctx: Context) -> None:
               f"(allocatable {node_gpus}, pods per node {per_node})")
     if len(made) == 2:
         ctx.check(abs(made[0] - made[1]) <= 1, f"both nodes were created together ({abs(made[0] - made[1]):.0f}s apart)")
-    unsuspended = rec.first(lambda s: s.job is not None and s.job["spec"].get("suspend") is False)
+    unsuspended = rec.first(lambda s: jobs.started(s.job))
     both_nodes = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used) == 2)
     both_ready = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used
                                          and nodes_.ready(n)) == 2)

@@ -164,7 +164,7 @@ def autoscaler_window(ctx: Context) -> None:
             ev = {}
         ctx.check(bool(ev), f"Kueue rejected and deactivated the Workload (Evicted: {ev.get('reason')})")
         quota_released_and_clean(ctx, name, rec)
-        ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
+        ctx.check(not rec.ever(lambda s: jobs.started(s.job)),
                   "the Job was never unsuspended")
     ctx.delete_job(name)
     svg.write(log_path, log_path.with_suffix(".svg"), TITLE_WINDOW)
@@ -222,7 +222,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.wait(lambda: rec.gone_at() is not None, 120, "cleanup (the recorder sees the Job gone)")
         ok, seen = rec.cleaned_up_after_ttl()
         ctx.check(ok, f"cleanup deleted the timed-out Job after its TTL ({seen})")
-        ctx.check(not rec.ever(lambda s: s.job is not None and s.job["spec"].get("suspend") is False),
+        ctx.check(not rec.ever(lambda s: jobs.started(s.job)),
                   "the Job was never unsuspended")
         made = rec.nodes_made_for_it()
         ctx.check(not made, "no node was made for any of its requests, watched from before the submission to the end "

@@ -8,6 +8,7 @@ from typing import Callable
 
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
+from k8s import job as jobs
 from k8s import keys
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
@@ -92,7 +93,7 @@ def webhook_answers(k: Kube) -> tuple[bool, str]:
         out = k.create(JOB, job, keys.DEMO_NAMESPACE, dry_run=True)
     except (ApiError, Unreachable) as e:
         return False, str(e)
-    if out.get("spec", {}).get("suspend") is True:
+    if jobs.suspended(out):
         return True, "Kueue's job webhook suspended a dry-run Job"
     return False, "a dry-run Job came back unsuspended: Kueue's mutating webhook is not wired"
 

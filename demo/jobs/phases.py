@@ -217,7 +217,7 @@ def _submitted(f: _Facts) -> tuple[str, str]:
         return "active", "waiting for the Job"
     # Kueue's webhook suspends a queue-labelled Job at creation, so a labelled Job was
     # suspended when first seen even if it has been unsuspended since.
-    suspended = _spec(f.job).get("suspend") is True or QUEUE_LABEL in labels(f.job)
+    suspended = jobs.suspended(f.job) or QUEUE_LABEL in labels(f.job)
     return "done", "Job applied (suspended)" if suspended else "Job applied"
 
 
@@ -305,7 +305,7 @@ def _scheduling(f: _Facts) -> tuple[str, str]:
             return "done", f"scheduled ({PODS_DELETED})"
         count = f"{len(bound)}/{f.need}" if len(bound) <= f.need else f"{len(bound)} pods"
         return "done", f"{count} on {', '.join(names)}"
-    if _spec(f.job).get("suspend") is not False:
+    if not jobs.started(f.job):
         return "active", "waiting for Kueue to unsuspend the Job"
     text = f"{len(bound)}/{f.need} scheduled"
     booting = _booting_nodes(f)

@@ -37,7 +37,7 @@ def _job_state(job: Obj | None) -> str:
     finished = jobs.outcome(job)
     if finished:
         state = finished
-    elif (job.get("spec") or {}).get("suspend") is True:
+    elif jobs.suspended(job):
         state = "suspended"
     else:
         state = "running"

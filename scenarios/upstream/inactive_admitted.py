@@ -191,7 +191,7 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
             at = min((revision(o) for _, o in commits), default=None)
             outcome = order(w, meta(commits[0][1])["name"], at)[0] if commits else "admission won"
             after = [s for t, s in rec.samples if commits and t >= commits[0][0]]
-            started = [t for t, _, j in jw.events if commits and t >= commits[0][0] and j["spec"].get("suspend") is False] \
+            started = [t for t, _, j in jw.events if commits and t >= commits[0][0] and jobs.started(j)] \
                 + [t for t, s in rec.samples if commits and t >= commits[0][0] and s.pods]
             flips = [(t, j["spec"].get("suspend")) for t, _, j in jw.events if commits and t >= commits[0][0]]
             off = next((t for t, sus in flips if sus is False), None)

@@ -23,6 +23,7 @@ from demo.jobs import kueue_names as names
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.jobs.watch import follow
+from k8s import job as jobs
 from k8s import workload as workloads
 from k8s.keys import DEACTIVATED, EVENT_PROVREQ_CREATED, EVICTED, UPSTREAM_PREFIX
 from k8s.duration import parse_duration
@@ -126,7 +127,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
                      "the last request to go")
             time.sleep(2)
             never = not rec.ever(lambda s: workloads.admitted(s.workload) or (
-                s.job is not None and s.job["spec"].get("suspend") is False))
+                jobs.started(s.job)))
             held = rec.ever(lambda s: workloads.quota_reserved(s.workload))
     evicted_at = rec.first(lambda s: (condition(s.workload, EVICTED) or {}).get("status") == "True")
     made = [(t, o) for t, typ, o in w.events if typ == "ADDED"]

@@ -145,7 +145,7 @@ def run(ctx: Context) -> None:
             held = [ctx.check(not rec.ever(lambda s: (running(s) or workloads.admitted(s.workload))
                                            and (workloads.committed_timeout(s.workload) or jobs.mirrored(s.job))),
                               "invariant: while the Job ran (or its Workload was Admitted) it was never reported failed"),
-                    ctx.check(not any(s.job is not None and (running(s) or s.job["spec"].get("suspend") is False)
+                    ctx.check(not any(s.job is not None and (running(s) or jobs.started(s.job))
                                       for t, s in rec.samples if committed and t >= committed),
                               "invariant: once the timeout was committed the Job never ran again; cleanup deleted it")]
     ctx.wait_pool_empty(120)
