@@ -300,9 +300,9 @@ def pod_counts(state: str) -> dict[str, int]:
     """A Pods lane state ("1 pending, 1 running", "0") as pods per phase."""
     out: dict[str, int] = {}
     for part in state.split(", "):
-        n, _, phase = part.partition(" ")
-        if n.isdigit() and phase:
-            out[phase] = int(n)
+        m = re.fullmatch(r"(\d+) (\S+)", part)
+        if m:
+            out[m[2]] = int(m[1])
     return out
 
 
@@ -314,13 +314,12 @@ def job_told(state: str, pods: str | None) -> str:
         return state
     rest = state[len("running"):]                # " · marked AdmissionTimeout", say
     counts = pod_counts(pods)
-    pending = counts.get("pending", 0)
-    if counts and not pending:
+    if counts and "pending" not in counts:
         return state
     started = sum(counts.get(p, 0) for p in _STARTED)
     if not started:
         return UNSUSPENDED + rest
-    return f"unsuspended · {started}/{started + pending} pods started{rest}"
+    return f"unsuspended · {started}/{started + counts['pending']} pods started{rest}"
 
 
 def _kind(ev: Obj) -> tuple[str, str]:
@@ -339,7 +338,7 @@ def _told(ev: Obj, state: str, why: str) -> Obj:
 
 def _job_event(ev: Obj, pods: str | None) -> Obj:
     """A Job lane event as told with the Pods lane's state (job_told)."""
-    state = str(ev.get("state", ""))
+    state = str(ev["state"])
     now = job_told(state, pods)
     return ev if now == state else _told(ev, now, "Kueue unsuspended the Job; its pods have not all started")
 
@@ -366,7 +365,7 @@ def told(events: list[Obj]) -> list[Obj]:
             out.append(ev)
             continue
         prefix, kind = _kind(ev)
-        state = str(ev.get("state", ""))
+        state = str(ev["state"])
         if kind == "Job":
             if state == "deleted" and prefix in succeeded:
                 ev = _told(ev, AFTER_COMPLETING, "the Job was deleted after it succeeded")
@@ -379,7 +378,7 @@ def told(events: list[Obj]) -> list[Obj]:
             shown[prefix] = ev["state"]
         elif kind == "Pods" and "of" not in ev:          # the summary lane (a Pod's own lane is of "Pods")
             pods[prefix] = state
-            if prefix in job and job_told(str(job[prefix].get("state", "")), state) != shown[prefix]:
+            if prefix in job and job_told(str(job[prefix]["state"]), state) != shown[prefix]:
                 out.append(ev)
                 ev = _job_event({**job[prefix], "t": ev["t"]}, state)
                 shown[prefix] = ev["state"]
@@ -405,7 +404,7 @@ def run_phases(events: list[Obj]) -> tuple[list[list[str]], str]:
     last: dict[str, str] = {}
     for ev in told(events):
         if "lane" in ev:
-            last[ev["lane"]] = str(ev.get("state", ""))
+            last[ev["lane"]] = str(ev["state"])
     gone = {"Quota reserved": last.get("Workload") == AFTER_COMPLETING and phases.WORKLOAD_DELETED,
             "Pod scheduling": outcome == "succeeded" and last.get("Pods") == "0" and phases.PODS_DELETED}
     for row in rows:

@@ -53,6 +53,8 @@ return {
   phases: [...document.querySelectorAll('.phase')].map((p) => [p.dataset.phase, p.dataset.state]),
   scheduling: phase('Pod scheduling') ? phase('Pod scheduling').dataset.state : null,
   running: phase('Running') ? phase('Running').querySelector('.detail').textContent : null,
+  details: Object.fromEntries([...document.querySelectorAll('.phase')].map((p) => [p.dataset.phase, p.querySelector('.detail').textContent])),
+  over: document.getElementById('phases').dataset.over,
   outcome: document.body.dataset.outcome,
   cluster: document.body.dataset.cluster,
   banner: document.getElementById('cluster').textContent,
@@ -174,6 +176,10 @@ def test_the_live_page_follows_the_success_scenario_in_a_real_browser(clean, tmp
         assert end["running"].startswith("Succeeded (2/2 completions)"), end["running"]
         assert dict(end["phases"]) == {"Submitted": "done", "Quota reserved": "done", "Capacity provisioning": "done",
                                        "Pod scheduling": "done", "Running": "done"}
+        # the cards say what the run reached (both nodes booked, both pods scheduled), not what its teardown left
+        end = wait_page(a, lambda s: s["over"] == "run", 60, "the phases over the run once it has ended")
+        assert end["details"]["Capacity provisioning"].startswith("capacity booked on 2 node(s)"), end["details"]
+        assert end["details"]["Pod scheduling"].startswith("2/2 on "), end["details"]
         assert end["logs"] > 0, "the controllers' log lines about the Job's objects are beside their lanes"
 
         # the finished run, replayed: the slider at a moment the nodes were booting shows that moment again

@@ -8,7 +8,7 @@ from pathlib import Path
 from demo.timeline import board
 from demo.timeline.lanes import GONE
 from demo.timeline.log import read
-from demo.timeline.svg import COLORS
+from demo.timeline.svg import COLORS, MEANINGS
 
 JOB = "job-train-ab12c"
 WL = f"job-{JOB}-1f2e3"
@@ -225,6 +225,21 @@ def test_the_phases_are_the_last_written_while_the_run_goes_on():
     assert (bare["job"], bare["workload"], bare["outcome"]) == ("", "", "")
     assert board.build([lane(1.0, "Job", "x")])["phases"] == {"rows": [], "outcome": "", "job": "", "workload": "",
                                                              "over": "now"}
+
+
+def test_the_workload_named_is_the_last_phases_while_the_run_goes_on_and_the_last_named_once_it_ended():
+    start = {"t": 0.5, "run": "start", "job": JOB, "title": "t"}
+    named, gone = phases(1.0, "done", "active"), phases(2.0, "done", "done", workload="")
+    assert board.build([start, named, gone])["phases"]["workload"] == ""          # live: the Workload is gone now
+    end = {"t": 3.0, "run": "end", "job": JOB}
+    assert board.build([start, named, gone, end])["phases"]["workload"] == WL     # ended: the one the run had
+    never = [start, phases(1.0, "done", "active", workload=""), end]
+    assert board.build(never)["phases"]["workload"] == ""
+
+
+def test_the_legend_lists_each_colour_drawn_with_its_class_and_meaning():
+    v = board.build([lane(1.0, "Job", "suspended"), lane(2.0, "Job", "running"), lane(2.0, "Nodes", "2")])
+    assert v["legend"] == [{"class": c, "color": COLORS[c], "meaning": MEANINGS[c]} for c in ("green", "amber", "grey")]
 
 
 def test_markers_the_deadline_and_the_decision_in_time_order():

@@ -350,6 +350,7 @@ def test_pod_counts_read_the_pods_lane():
     assert pod_counts("1 terminating, 2 pending, 1 running") == {"terminating": 1, "pending": 2, "running": 1}
     assert pod_counts("0") == {} and pod_counts("") == {}
     assert pod_counts("x pending, 3, 12 limbo") == {"limbo": 12}
+    assert pod_counts("1 pen ding, 2 running") == {"running": 2}      # a part is a count and one word
 
 
 @pytest.mark.parametrize("pods, told_as", [
@@ -459,3 +460,6 @@ def test_run_phases_are_over_the_run_and_say_what_was_deleted_after_completing()
     open_ = [{"t": 1, "phases": [["Quota reserved", "active", "waiting"]], "outcome": "waiting"},
              ev(1, "Job", "succeeded"), ev(2, "Workload", "deleted")]
     assert run_phases(open_) == ([["Quota reserved", "active", "waiting"]], "waiting")
+    # phases written without an outcome, not all done: no outcome is made up
+    assert run_phases([{"t": 1, "phases": [["Quota reserved", "active", "waiting"]]}]) == (
+        [["Quota reserved", "active", "waiting"]], "")

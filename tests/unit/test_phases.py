@@ -327,6 +327,9 @@ def test_over_a_run_a_phase_never_done_is_as_last_open():
     later = rows(("done", "applied"), ("active", "retry after attempt 1"), ("pending", ""), ("pending", ""),
                  ("pending", ""))
     assert over_run([first, later], "waiting") == (later, "waiting")
+    third = rows(("done", "applied"), ("active", "retry after attempt 2"), ("pending", ""), ("pending", ""),
+                 ("pending", ""))
+    assert over_run([first, later, third], "waiting") == (third, "waiting")       # the last open, not the second
     # an open phase that went back to pending (the phase before it went back): as it was last open
     opened = rows(("done", "applied"), ("done", QUOTA), ("active", "waiting for the autoscaler"), ("pending", ""),
                   ("pending", ""))
@@ -336,6 +339,10 @@ def test_over_a_run_a_phase_never_done_is_as_last_open():
     assert over_run([opened, opened2, back], "waiting") == (
         rows(("done", "applied"), ("done", QUOTA), ("active", "retry: no capacity"), ("pending", ""), ("pending", "")),
         "waiting")
+    opened3 = rows(("done", "applied"), ("done", QUOTA), ("active", "retry: still no capacity"), ("pending", ""),
+                   ("pending", ""))
+    assert over_run([opened, opened2, opened3, back], "waiting")[0][2] == [      # the last open, not the second
+        "Capacity provisioning", "active", "retry: still no capacity"]
     never = rows(("done", "applied"), ("done", QUOTA), ("pending", ""), ("pending", ""), ("pending", ""))
     assert over_run([never], "waiting") == (never, "waiting")
 
