@@ -59,7 +59,8 @@ from k8s.objects import annotations, created_at, meta, parse_time  # noqa: E402
 from k8s.resources import JOB, PROVREQ, WORKLOAD  # noqa: E402
 from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
 from scenarios.controllers import start_private, stop_started  # noqa: E402
-from scenarios.harness import NS, Context, ScenarioFailed, poll_until  # noqa: E402
+from k8s import poll  # noqa: E402
+from scenarios.harness import NS, Context, ScenarioFailed  # noqa: E402
 
 CLS = "bench-latency"
 BENCH_LABEL = "tau-demo.io/bench"
@@ -156,7 +157,7 @@ def rv_of(obj: dict) -> int:
 
 
 def wait_until(pred, timeout: float, what: str, interval: float = 0.1):
-    return poll_until(pred, timeout, what, interval)
+    return poll.until(pred, timeout, what, interval)
 
 
 def delete_leftovers(k: Kube) -> None:
@@ -312,5 +313,5 @@ def main() -> None:
 if __name__ == "__main__":
     try:
         main()
-    except ScenarioFailed as e:          # a wait timed out: say what, without a traceback
+    except (ScenarioFailed, poll.WaitTimedOut) as e:          # a wait timed out: say what, without a traceback
         sys.exit(str(e))

@@ -33,7 +33,8 @@ from k8s.objects import is_true  # noqa: E402
 from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
 from k8s.paths import POOLS_FILE  # noqa: E402
 from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
-from scenarios.harness import ScenarioFailed, poll_until  # noqa: E402
+from k8s import poll  # noqa: E402
+from scenarios.harness import ScenarioFailed  # noqa: E402
 
 BENCH_NAMESPACE = "bench"
 POOLS = Path(__file__).with_name("pools-bench.yaml")
@@ -241,7 +242,7 @@ def main() -> None:
         k.delete(R.POD_TEMPLATE, "bench-t", BENCH_NAMESPACE)
         k.delete(R.NAMESPACE, BENCH_NAMESPACE)
         # gone before the script ends: a next run could not create in a namespace still terminating
-        poll_until(lambda: k.get_or_none(R.NAMESPACE, BENCH_NAMESPACE) is None, 120, f"namespace {BENCH_NAMESPACE} to be deleted")
+        poll.until(lambda: k.get_or_none(R.NAMESPACE, BENCH_NAMESPACE) is None, 120, f"namespace {BENCH_NAMESPACE} to be deleted")
         # leave the cluster as we found it: not the bench pool in the published table
         restore_pool_table(k, table_before)
         restore_status(k, status_before)
@@ -250,5 +251,5 @@ def main() -> None:
 if __name__ == "__main__":
     try:
         main()
-    except ScenarioFailed as e:          # a wait timed out: say what, without a traceback
+    except (ScenarioFailed, poll.WaitTimedOut) as e:          # a wait timed out: say what, without a traceback
         sys.exit(f"provreq_latency: {e}")

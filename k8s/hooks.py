@@ -14,8 +14,9 @@ import json
 import logging
 import os
 import threading
-import time
 from pathlib import Path
+
+from k8s import poll
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +42,9 @@ class Hooks:
         os.replace(tmp, base + ".reached")      # whole or not at all: the scenario reads it at once
         log.info("hook %s for %s: paused until the scenario releases it", point, key)
         release = Path(base + ".release")
-        deadline = time.monotonic() + self.max_pause
-        while not release.exists():
-            if time.monotonic() > deadline:
-                log.warning("hook %s for %s: not released after %.0fs; going on", point, key, self.max_pause)
-                return
-            time.sleep(0.02)
+        if not poll.eventually(release.exists, self.max_pause, 0.02):
+            log.warning("hook %s for %s: not released after %.0fs; going on", point, key, self.max_pause)
+            return
         release.unlink(missing_ok=True)
         log.info("hook %s for %s: released", point, key)
 
@@ -62,15 +60,16 @@ def arm(directory: Path, point: str, key: str) -> None:
 
 def wait_reached(directory: Path, point: str, key: str, timeout: float = 120.0) -> dict:
     p = Path(_base(directory, point, key) + ".reached")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if p.exists():
-            try:
-                return json.loads(p.read_text())
-            except ValueError:
-                pass   # not ours: reach() writes it whole
-        time.sleep(0.02)
-    raise TimeoutError(f"the controller did not reach {point} for {key} within {timeout:.0f}s")
+
+    def reached() -> dict | None:
+        try:
+            return json.loads(p.read_text()) if p.exists() else None
+        except ValueError:
+            return None    # not ours: reach() writes it whole
+    got = poll.eventually(reached, timeout, 0.02, done=lambda r: r is not None)
+    if got is None:
+        raise TimeoutError(f"the controller did not reach {point} for {key} within {timeout:.0f}s")
+    return got
 
 
 def parked(directory: Path, point: str, key: str) -> bool:

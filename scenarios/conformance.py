@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from k8s import heartbeat
+from k8s import poll
 from k8s import node as nodes_
 from k8s import provreq as provreqs_
 from k8s.client import Kube
@@ -600,12 +601,7 @@ class Under:
 
 
 def _wait(w: ProbeWatch, pred, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
+    return bool(poll.eventually(pred, timeout, 0.05))
 
 
 def _create_request(k: Kube, probe: Probe, a: Ask, pools: dict[str, Pool], templates_done: set[str]) -> None:

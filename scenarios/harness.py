@@ -16,6 +16,7 @@ from pathlib import Path
 from demo.jobs.preflight import Gang
 from demo.jobs.render import job_template, new_name, render_job
 from k8s import node as nodes_
+from k8s import poll
 from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.keys import DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, SCENARIO_PREFIXES, SPECS_NAMESPACE
@@ -30,29 +31,6 @@ NAMESPACES = (DEMO_NAMESPACE, SPECS_NAMESPACE)      # where scenarios make Jobs,
 
 class ScenarioFailed(AssertionError):
     pass
-
-
-def poll_until(pred, timeout: float, what: str, interval: float = 0.25):
-    """Return pred()'s first truthy value; ScenarioFailed (an AssertionError) after timeout."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise ScenarioFailed(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-def eventually(pred, timeout: float, interval: float = 0.25, clock=time.monotonic, sleep=time.sleep):
-    """pred()'s first truthy value within `timeout` seconds, else its last (falsy) one: for a check that must be
-    able to fail (poll_until, ctx.wait, would stop the story instead).  `clock` and `sleep`: a test's fake time."""
-    deadline = clock() + timeout
-    while True:
-        got = pred()
-        if got or clock() >= deadline:
-            return got
-        sleep(interval)
 
 
 @dataclass
@@ -135,7 +113,12 @@ class Context:
         return created
 
     def wait(self, pred, timeout: float, what: str, interval: float = 0.25):
-        return poll_until(pred, timeout, what, interval)
+        """pred()'s first truthy value; ScenarioFailed after `timeout` (the story stops there; a check that must
+        be able to fail waits with poll.eventually instead)."""
+        try:
+            return poll.until(pred, timeout, what, interval)
+        except poll.WaitTimedOut as e:
+            raise ScenarioFailed(str(e)) from None
 
     def pool_nodes(self, pool: str = DEMO_POOL) -> list[dict]:
         """The pool's live nodes, read now."""

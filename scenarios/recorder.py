@@ -25,9 +25,10 @@ from k8s.objects import name as name_of
 from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.runtime import Store
 from k8s.watch import NotSynced, Watch, start_synced
+from k8s.poll import eventually
 
 from .controllers import controllers_dir
-from .harness import NS, Context, ScenarioFailed, eventually
+from .harness import NS, Context, ScenarioFailed
 
 RECORDED = (JOB, WORKLOAD, PROVREQ, POD, NODE)
 LOG_LINE_MAX = 2000        # characters of a controller's log line kept in the event log

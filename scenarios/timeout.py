@@ -31,8 +31,9 @@ from k8s.keys import (CHECK_NAME, DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHEC
 from k8s.objects import annotations, condition, created_at, is_true
 from k8s.paths import shown
 from k8s.resources import JOB, PROVREQ, PROVREQ_CONFIG, WORKLOAD
+from k8s.poll import eventually
 
-from .harness import NS, Context, ScenarioFailed, eventually
+from .harness import NS, Context, ScenarioFailed
 from .record import Scenario
 from .recorder import Recorder, check_commit_bound
 from .upstream import kit

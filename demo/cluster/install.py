@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from k8s import job as jobs
-from k8s import keys
+from k8s import keys, poll
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
 from k8s.manifests import load_manifest
@@ -112,6 +111,4 @@ def wait_apiserver(k: Kube, timeout: float = 60) -> None:
 
 def _poll(not_yet: Callable[[], str], timeout: float, every: float) -> str:
     """Call not_yet() every `every` seconds until it returns '' or `timeout` passed; its last answer."""
-    retrying = Retrying(retry=retry_if_result(bool), stop=stop_after_delay(timeout), wait=wait_fixed(every),
-                        retry_error_callback=lambda state: state.outcome.result())
-    return retrying(not_yet)
+    return poll.eventually(not_yet, timeout, every, done=lambda answer: answer == "")

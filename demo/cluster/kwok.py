@@ -18,6 +18,7 @@ from typing import Callable
 
 import yaml
 
+from k8s import poll
 from k8s.client import Kube
 from k8s.keys import APP_NAME_LABEL, KUEUE_NAMESPACE
 from k8s.resources import KWOKCTL_CONFIGURATION
@@ -155,14 +156,14 @@ def start_kueue(st: State, plan: kueue_manifests.Plan) -> None:
                                "run `tau-demo cluster down` and `up` again to pick new ports")
     env = dict(os.environ, NAMESPACE=KUEUE_NAMESPACE)
     procs.spawn(kueue_argv(st, cfg_path, private_metrics), kueue_pidfile(st), kueue_log(st), env=env)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if procs.read_pid(kueue_pidfile(st)) is None:
             tail = "\n".join(kueue_log(st).read_text(errors="replace").splitlines()[-15:])
             raise ClusterError(f"Kueue exited during start-up; last log lines ({kueue_log(st)}):\n{tail}")
-        if kueue_ready(st):
-            return
-        time.sleep(0.5)
+        return kueue_ready(st)
+    if poll.eventually(ready, 120, 0.5):
+        return
     raise ClusterError(f"Kueue did not report ready within 120s; see {kueue_log(st)}")
 
 
@@ -271,10 +272,7 @@ def restart_process(st: State, component: str, timeout: float = 60, while_down: 
     env = dict(e.decode().split("=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
     ports = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--secure-port=")]
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (procs.read_plain_pid(pidfile) is not None or
-                                           not all(procs.port_free(p) for p in ports)):
-        time.sleep(0.05)
+    poll.eventually(lambda: procs.read_plain_pid(pidfile) is None and all(procs.port_free(p) for p in ports), 30, 0.05)
     if while_down:
         while_down()
     logfile = kwok_cluster_dir(st) / "logs" / f"{component}.log"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from k8s import poll
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
 from k8s.keys import MULTIKUEUE_CHECK, MULTIKUEUE_WORKERS
@@ -89,12 +90,7 @@ def _embedded_kubeconfig(worker: str, st: State) -> str:
 
 def wait_connected(k: Kube, timeout: float = CONNECT_TIMEOUT) -> list[tuple[str, bool, str]]:
     """Wait until every worker's MultiKueueCluster is Active and the MultiKueue check is Active; the rows."""
-    deadline = time.monotonic() + timeout
-    while True:
-        rows = connection_status(k)
-        if all(ok for _, ok, _ in rows) or time.monotonic() > deadline:
-            return rows
-        time.sleep(1.0)
+    return poll.eventually(lambda: connection_status(k), timeout, 1.0, done=lambda rows: all(ok for _, ok, _ in rows))
 
 
 def connection_status(k: Kube) -> list[tuple[str, bool, str]]:

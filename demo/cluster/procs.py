@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from k8s import poll
+
 
 def _start_ticks(pid: int) -> str | None:
     try:
@@ -78,10 +80,7 @@ def stop(pidfile: Path, timeout: float = 10.0, sig: int = signal.SIGTERM) -> boo
         pass
     except PermissionError:
         os.kill(pid, sig)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and read_pid(pidfile) is not None:
-        _reap(pid)
-        time.sleep(0.1)
+    poll.eventually(lambda: _reap(pid) or read_pid(pidfile) is None, timeout, 0.1)
     if read_pid(pidfile) is not None:
         try:
             os.killpg(pid, signal.SIGKILL)

@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from demo.cluster.procs import free_port
-from k8s import heartbeat, metrics
+from k8s import heartbeat, metrics, poll
 from k8s.client import Kube
 from k8s.duration import go_duration
 from k8s.errors import ApiError, NotFound, Unreachable
@@ -182,15 +182,14 @@ class RealCA:
             return None
 
     def wait_ready(self, stop: threading.Event, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not stop.is_set():
+        def looped() -> float | None:
             if self.child.poll() is not None:
                 raise RealCAError(f"cluster-autoscaler exited with {self.child.returncode} during start-up; "
                                   f"last lines of {self.log_file}:\n{self.log_tail()}")
-            t = self.last_main_loop()
-            if t:
-                return True
-            stop.wait(0.3)
+            return self.last_main_loop()
+        if poll.eventually(looped, timeout, 0.3, done=lambda t: t or stop.is_set(), sleep=stop.wait) and \
+                not stop.is_set():
+            return True
         if stop.is_set():
             return False
         raise RealCAError(f"cluster-autoscaler ran no main loop within {timeout:.0f}s; last lines of "
@@ -224,17 +223,11 @@ class RealCA:
 
     def remove_leftover_nodes(self, wait: float = 5.0) -> list[str]:
         """Pool nodes the CA did not delete on its way out (it was killed, or crashed): delete them."""
-        deadline = time.monotonic() + wait
-        left: list[str] = []
-        while True:
-            try:
-                left = exclusion.real_nodes(self.k.list(NODE)[0])
-            except (ApiError, Unreachable) as e:
-                log.warning("real-ca: cannot list nodes to check the clean-up: %s", e)
-                return []
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.3)
+        try:
+            left = poll.eventually(lambda: exclusion.real_nodes(self.k.list(NODE)[0]), wait, 0.3, done=lambda n: not n)
+        except (ApiError, Unreachable) as e:
+            log.warning("real-ca: cannot list nodes to check the clean-up: %s", e)
+            return []
         for n in left:
             try:
                 self.k.delete(NODE, n)

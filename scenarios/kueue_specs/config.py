@@ -21,8 +21,9 @@ from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CHECK_INACTIVE, DEMO_P
                       MERGE_IDENTICAL_REQUIREMENTS, PARAM_VALID_UNTIL, PROVISIONED, CheckState)
 from k8s.objects import condition, meta, spec
 from k8s.resources import ADMISSION_CHECK, POD_TEMPLATE, PROVREQ_CONFIG
+from k8s.poll import eventually
 
-from ..harness import Context, eventually
+from ..harness import Context
 from ..record import Scenario, Spec
 from .kit import SpecEnv, check_entry, flavor_spec, gpu_group, pools
 from .quota import podset, strip

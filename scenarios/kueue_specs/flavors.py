@@ -20,8 +20,9 @@ from __future__ import annotations
 from k8s import workload as workloads
 from k8s.keys import DEMO_POOL, JOB_NAME_LABEL, ON_DEMAND_POOL, PROVISIONED, CheckState
 from k8s.objects import is_true, meta
+from k8s.poll import eventually
 
-from ..harness import Context, eventually
+from ..harness import Context
 from ..record import Scenario, Spec
 from .kit import SpecEnv, check_entry, fast_boot, flavors_of, quota
 

@@ -14,7 +14,6 @@ requests' managedFields, that each condition it saw was written by an autoscaler
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,8 +31,9 @@ from k8s.objects import condition, is_true, meta, revision, spec as spec_of
 from k8s.paths import POOLS_FILE
 from k8s.resources import NAMESPACE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event
+from k8s.poll import eventually
 
-from ..harness import Context, eventually
+from ..harness import Context
 from ..record import Spec
 from ..upstream import kit as upstream
 from .table import SOURCE, SpecResult
@@ -383,11 +383,7 @@ class SpecEnv:
 
     def check_metric(self, want: float, reason: str = DEACTIVATED, cause: str = "", timeout: float = 10) -> None:
         label = f'{EVICTED_WORKLOADS_METRIC}{{cluster_queue="{self.name}",reason="{reason}",underlying_cause="{cause}"}}'
-        got = self.evicted_metric(reason, cause)
-        deadline = time.monotonic() + timeout
-        while got is not None and got != want and time.monotonic() < deadline:
-            time.sleep(0.5)
-            got = self.evicted_metric(reason, cause)
+        got = eventually(lambda: self.evicted_metric(reason, cause), timeout, 0.5, done=lambda g: g is None or g == want)
         if got is not None:
             self.ctx.check(got == want, f"the metric {label} is {got:g} (want {want:g})")
 

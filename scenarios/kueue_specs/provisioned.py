@@ -38,8 +38,9 @@ from k8s.keys import (BOOKING_EXPIRED, CHECK_CAPACITY, CONSUME_PROVREQ_ANNOTATIO
                       PROVREQ_CLASS_ANNOTATION, ACCEPTED, BEST_EFFORT_ATOMIC, CheckState)
 from k8s.objects import condition, is_true
 from k8s.resources import PROVREQ
+from k8s.poll import eventually
 
-from ..harness import Context, eventually
+from ..harness import Context
 from ..record import Scenario, Spec
 from .kit import SpecEnv, after_by_revision, check_entry, fast_boot, reason_of
 

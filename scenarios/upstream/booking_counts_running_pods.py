@@ -16,12 +16,12 @@ the real autoscaler (`--autoscaler real`) the report reproduces when the third r
 
 from __future__ import annotations
 
-import time
 
 from k8s import provreq as provreqs_
 from k8s.keys import BOOKING_EXPIRED, CONSUME_PROVREQ_ANNOTATION, GPU, PROVISIONED
 from k8s.objects import annotations, condition, is_true, meta, spec
 from k8s.quantity import parse_quantity
+from k8s.poll import eventually
 from k8s.resources import POD, PROVREQ
 
 from ..harness import NS, Context
@@ -82,15 +82,22 @@ def run(ctx: Context) -> None:
     ctx.submit(third, "1x4", duration="10s")
     pr = ctx.wait(lambda: (p := request_of(ctx, third)) and condition(p, PROVISIONED) and p, 120,
                   f"{third}'s request to be answered")
-    deadline = time.monotonic() + WATCH
     refused_while_free = []
-    while time.monotonic() < deadline and not is_true(pr, PROVISIONED):
-        c = condition(pr, PROVISIONED) or {}
+    answers = [pr]
+
+    def sample() -> bool:
+        """Note a refusal while 4 GPUs were free; True once the request is Provisioned."""
+        now = answers[-1]
+        if is_true(now, PROVISIONED):
+            return True
+        c = condition(now, PROVISIONED) or {}
         free = free_gpus(ctx)
         if c.get("status") == "False" and max(free.values(), default=0) >= 4:
             refused_while_free.append(f"{c.get('reason')} with {max(free.values())} GPUs free")
-        time.sleep(2)
-        pr = request_of(ctx, third) or pr
+        answers.append(request_of(ctx, third) or now)
+        return False
+    eventually(sample, WATCH, 2)
+    pr = answers[-1]
     c = condition(pr, PROVISIONED) or {}
     half_pr = ctx.k.get_or_none(PROVREQ, consumed, NS) if consumed else None
     booking = condition(half_pr, BOOKING_EXPIRED) or {}

@@ -24,10 +24,11 @@ from k8s import workload as workloads
 from k8s.keys import (CHECK_NAME, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DEACTIVATION_TARGET, EVENT_CHECK_REJECTED,
                            EVICTED, EXTERNAL_CHECK_CONTROLLER, QUOTA_RESERVED, UPSTREAM_PREFIX, CheckState)
 from k8s.objects import condition, created_at, is_true, meta, revision
+from k8s.poll import eventually
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
 
-from ..harness import NS, Context, eventually
+from ..harness import NS, Context
 from ..recorder import Recorder
 from ..record import Report, Scenario
 from . import kit

@@ -26,7 +26,8 @@ from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEAS
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.controllers import ensure_controller, stop_started
-from scenarios.harness import Context, poll_until
+from k8s import poll
+from scenarios.harness import Context
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
 BACKEND = os.environ.get("TAU_DEMO_TEST_BACKEND", "kwok")         # kind: on a Docker engine (tests/kind/)
@@ -103,7 +104,7 @@ def unique():
 
 
 def wait_for(pred, timeout=60.0, interval=0.25, what="condition"):
-    return poll_until(pred, timeout, what, interval)
+    return poll.until(pred, timeout, what, interval)
 
 
 HOOK_DIR = Path(os.environ.get("TAU_DEMO_STATE", "/tmp")) / "fake-ca-hooks"

@@ -140,7 +140,8 @@ def tidy(k) -> None:
     from k8s import heartbeat
     from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, POOL_LABEL
     from k8s.resources import JOB, NAMESPACE, NODE, PROVREQ, WORKLOAD, Resource
-    from scenarios.harness import NS, poll_until
+    from k8s import poll
+    from scenarios.harness import NS
     for pid in started_from_copy():
         try:
             os.kill(pid, signal.SIGKILL)
@@ -166,8 +167,8 @@ def tidy(k) -> None:
         if ns["metadata"]["name"].startswith("tau-retry-"):
             k.delete(NAMESPACE, ns["metadata"]["name"])
     leases = (FAKE_CA_LEASE, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS)
-    poll_until(lambda: not any(heartbeat.alive(k, lease) for lease in leases), 60, "the controllers' Leases to go", 1)
-    poll_until(lambda: not k.list(JOB, NS)[0] and not k.list(WORKLOAD, NS)[0] and not k.list(PROVREQ, NS)[0]
+    poll.until(lambda: not any(heartbeat.alive(k, lease) for lease in leases), 60, "the controllers' Leases to go", 1)
+    poll.until(lambda: not k.list(JOB, NS)[0] and not k.list(WORKLOAD, NS)[0] and not k.list(PROVREQ, NS)[0]
                and not k.list(NODE, label_selector=POOL_LABEL)[0], 180, "the demo namespace and the pool to empty", 1)
 
 
