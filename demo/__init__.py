@@ -7,7 +7,7 @@ band of them, in this order):
 
     k8s/        the foundation: the API client, the one watch, resources, keys, the checks on each kind
     fake_ca/    the fake Cluster Autoscaler
-    demo/       toolchain < cluster < jobs, deadline, timeline, realca < ui (the live page)
+    demo/       toolchain < cluster < jobs, deadline, timeline, realca, taucluster < ui (the live page)
     scenarios/  the stories and their harness
     cli/        the command line, `tau-demo`
     bench/      benchmarks (scripts)

@@ -146,6 +146,11 @@ ADMISSION_TIMEOUT = "AdmissionTimeout"
 MIRROR_KEYS = (TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION,
                CLEANUP_AFTER_ANNOTATION)
 
+# ---------------------------------------------------------------------------- TauCluster (demo/taucluster/)
+TAUCLUSTER_LABEL = _P + "taucluster"                                 # on a Kueue object a TauCluster made or adopted
+TAUCLUSTER_PROFILE_LABEL = _P + "profile"                            # ... and the profile it belongs to
+MODE_MANAGE, MODE_ADOPT, MODE_EXTERNAL = "Manage", "Adopt", "External"
+
 # ---------------------------------------------------------------------------- the fake autoscaler's marks
 _F = "fake-ca.tau-demo.io/"
 MANAGED_LABEL = _F + "managed"                                       # on nodes it created
@@ -156,6 +161,7 @@ UNNEEDED_ANNOTATION = _F + "unneeded-since"                          # on nodes:
 TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler"               # on nodes being deleted: value unix seconds
 BOOTS_AT_ANNOTATION = _F + "boots-at"                                # on nodes: RFC 3339 time the VM is up, or:
 NEVER_BOOTS = "never"                                                # the VM never registers
+TOPOLOGY_DOMAIN_LABEL = "topology.tau-demo.io/domain"                # the node selector Kueue sets from the domain
 TOPOLOGY_LEVEL_LABEL = "topology.tau-demo.io/level"                  # on pod templates (design §10)
 DOMAIN_DETAIL = "topology-domain"                                    # provisioningClassDetails key
 # fault injection and deliberate differences, as ProvisioningRequest parameters (Kueue copies Job

@@ -64,6 +64,8 @@ MULTIKUEUE_CLUSTER = Resource("kueue.x-k8s.io", "v1beta2", "multikueueclusters",
 MULTIKUEUE_CONFIG = Resource("kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "MultiKueueConfig", namespaced=False)
 PROVREQ = Resource("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+CRD = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
+TAUCLUSTER = Resource("tau-demo.io", "v1alpha1", "tauclusters", "TauCluster", namespaced=False)   # manifests/taucluster-crd.yaml
 VALIDATING_ADMISSION_POLICY = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
                                        "ValidatingAdmissionPolicy", namespaced=False)
 VALIDATING_ADMISSION_POLICY_BINDING = Resource("admissionregistration.k8s.io", "v1",

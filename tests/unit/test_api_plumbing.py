@@ -45,7 +45,8 @@ def test_every_resource_is_declared_with_its_kind_and_scope():
     assert {r.kind for r in declared.values() if not r.namespaced} == {
         "Node", "Namespace", "ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass", "AdmissionCheck",
         "ProvisioningRequestConfig", "MultiKueueCluster", "MultiKueueConfig",
-        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "SubjectAccessReview"}
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "SubjectAccessReview", "CustomResourceDefinition",
+        "TauCluster"}
     assert all(r.plural == r.plural.lower() and r.plural.endswith("s") for r in declared.values())
     assert R.Resource("", "v1", "pods", "Pod") == R.POD and R.Resource("", "v1", "pods", "Pod").namespaced
 

@@ -22,7 +22,7 @@ LAYERS = [
     ("autoscaler", ["fake_ca"]),
     ("toolchain", ["demo", "demo.toolchain"]),       # "demo": its __init__ only
     ("cluster", ["demo.cluster"]),
-    ("services", ["demo.jobs", "demo.deadline", "demo.timeline", "demo.realca"]),
+    ("services", ["demo.jobs", "demo.deadline", "demo.timeline", "demo.realca", "demo.taucluster"]),
     ("page", ["demo.ui"]),                                   # the live page's server (I/O over demo.timeline)
     ("scenarios", ["scenarios"]),
     ("cli", ["cli"]),

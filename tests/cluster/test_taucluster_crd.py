@@ -1,0 +1,79 @@
+"""The TauCluster CRD (manifests/taucluster-crd.yaml) on the real kube-apiserver: it is Established, a good
+TauCluster is accepted with its defaults filled in and read back by demo/taucluster/profile.py, and each bad one
+is refused by the apiserver itself with a message naming the field (server-side dry runs: nothing is stored).
+The CRD is removed at the end, so the other tests see the cluster as before."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from demo.taucluster.profile import parse_all
+from k8s.errors import ApiError
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, FIELD_MANAGER, PROFILE
+from k8s.manifests import load_manifest
+from k8s.objects import is_true
+from k8s.paths import MANIFESTS
+from k8s.resources import CRD, TAUCLUSTER
+
+from tests.cluster.conftest import wait_for
+
+GOOD = TAUCLUSTER.new("demo", spec={"mode": "Manage", "profiles": [{
+    "name": PROFILE, "namespaces": [DEMO_NAMESPACE], "clusterQueue": DEMO_CLUSTER_QUEUE,
+    "admissionCheck": CHECK_NAME, "flavor": {"name": "a100-scale", "nodeLabels": {"agentpool": "gpupool"}},
+    "gpuQuota": 16}]})
+
+
+@pytest.fixture(scope="module")
+def crd(k):
+    (doc,) = load_manifest(MANIFESTS / "taucluster-crd.yaml")
+    name = doc["metadata"]["name"]
+    k.apply(CRD, doc, FIELD_MANAGER)
+    wait_for(lambda: is_true(k.get(CRD, name), "Established"), 30, what=f"CRD {name} Established")
+    yield name
+    k.delete(CRD, name)
+    wait_for(lambda: k.get_or_none(CRD, name) is None, 60, what=f"CRD {name} gone")
+
+
+def with_profile(**changes) -> dict:
+    obj = copy.deepcopy(GOOD)
+    obj["spec"]["profiles"][0].update(changes)
+    return obj
+
+
+def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_profile(k, crd):
+    made = k.create(TAUCLUSTER, GOOD, dry_run=True)
+    assert made["spec"]["profiles"][0]["provisioningClass"] == BEST_EFFORT_ATOMIC      # the CRD's default
+    (profile,) = parse_all(made["spec"]["profiles"])
+    assert (profile.name, profile.gpu_quota, profile.provisioning_class) == (PROFILE, 16, BEST_EFFORT_ATOMIC)
+    assert k.get_or_none(TAUCLUSTER, "demo") is None                                    # a dry run stores nothing
+
+
+@pytest.mark.parametrize("obj, message", [
+    ({**GOOD, "spec": {**GOOD["spec"], "mode": "Own"}},
+     'spec.mode: Unsupported value: "Own": supported values: "Manage", "Adopt", "External"'),
+    ({**GOOD, "spec": {**GOOD["spec"], "profiles": GOOD["spec"]["profiles"] * 2}},
+     'spec.profiles[1]: Duplicate value: {"name":"gpu-a100-8"}'),
+    ({**GOOD, "spec": {**GOOD["spec"], "profiles": []}}, "spec.profiles: Invalid value: 0: spec.profiles in body "
+                                                           "should have at least 1 items"),
+    (with_profile(gpuQuota=-8), "spec.profiles[0].gpuQuota: Invalid value: -8: spec.profiles[0].gpuQuota in body "
+                                "should be greater than or equal to 0"),
+    (with_profile(gpuQuota="lots"), 'spec.profiles[0].gpuQuota: Invalid value: "string": spec.profiles[0].gpuQuota '
+                                    'in body must be of type integer: "string"'),
+    (with_profile(provisioningClass="queued-provisioning.gke.io"),
+     'spec.profiles[0].provisioningClass: Unsupported value: "queued-provisioning.gke.io": supported values: '
+     '"best-effort-atomic-scale-up.autoscaling.x-k8s.io", "check-capacity.autoscaling.x-k8s.io"'),
+    (with_profile(retryStrategy={"backoffBaseSeconds": 10, "backoffMaxSeconds": 5}),
+     "spec.profiles[0].retryStrategy: Invalid value: backoffMaxSeconds must be at least backoffBaseSeconds"),
+    (with_profile(name="GPU A100"), 'spec.profiles[0].name: Invalid value: "GPU A100": spec.profiles[0].name in '
+                                    'body should match'),
+    (with_profile(namespaces=[]), "spec.profiles[0].namespaces: Invalid value: 0: spec.profiles[0].namespaces in "
+                                  "body should have at least 1 items"),
+], ids=["unknown-mode", "profile-twice", "no-profile", "negative-quota", "quota-not-a-number", "another-class",
+        "max-below-base", "bad-name", "no-namespace"])
+def test_a_bad_taucluster_is_refused_by_the_apiserver_naming_its_field(k, crd, obj, message):
+    with pytest.raises(ApiError) as e:
+        k.create(TAUCLUSTER, obj, dry_run=True)
+    assert e.value.status == 422, e.value
+    assert message in e.value.message, e.value.message

@@ -1,0 +1,291 @@
+"""A TauCluster's profiles as Kueue objects and what each mode does about the objects found (demo/taucluster/),
+on plain objects: the demo profile is exactly manifests/kueue-objects.yaml; every field a bad profile gets wrong is
+named; Manage creates, puts back and deletes only its own; Adopt adds its labels to a compatible object and
+reports an incompatible one untouched; External writes nothing; two TauClusters cannot claim one profile."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from demo.taucluster import plan as P
+from demo.taucluster.profile import BadProfile, Profile, RetryStrategy, differences, objects, parse_profile, parse_all
+from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE,
+                      MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROFILE, TAUCLUSTER_LABEL, TAUCLUSTER_PROFILE_LABEL)
+from k8s.manifests import load_manifest
+from k8s.paths import MANIFESTS
+
+TC = "demo"
+DEMO = {"name": PROFILE, "namespaces": [DEMO_NAMESPACE], "clusterQueue": DEMO_CLUSTER_QUEUE,
+        "flavor": {"name": "a100-scale", "nodeLabels": {"agentpool": "gpupool"},
+                   "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]},
+        "gpuQuota": 16, "admissionCheck": CHECK_NAME, "provisioningClass": BEST_EFFORT_ATOMIC,
+        "retryStrategy": {"backoffLimitCount": 2, "backoffBaseSeconds": 5, "backoffMaxSeconds": 20}}
+
+
+def demo(**changes) -> Profile:
+    return parse_profile({**copy.deepcopy(DEMO), **changes})
+
+
+def strip(obj: dict) -> dict:
+    """An object as an administrator's YAML has it: no labels of ours."""
+    out = copy.deepcopy(obj)
+    out["metadata"].pop("labels", None)
+    return out
+
+
+def active(obj: dict, status: str = "True", message: str = "") -> dict:
+    return {**obj, "status": {"conditions": [{"type": "Active", "status": status, "message": message}]}}
+
+
+def cluster(objs: list[dict], ready: bool = True) -> dict:
+    """The objects found, by key; the check and the ClusterQueue Active as Kueue would have them."""
+    out = {}
+    for o in objs:
+        if o["kind"] in ("AdmissionCheck", "ClusterQueue") and ready:
+            o = active(o)
+        out[P.key(o)] = o
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the profile
+
+def test_the_demo_profile_is_exactly_the_objects_cluster_up_applies_today():
+    applied = [d for d in load_manifest(MANIFESTS / "kueue-objects.yaml") if d["kind"] != "Namespace"]
+    made = objects(demo(), TC)
+    assert [strip(o) for o in made] == applied
+    assert all(o["metadata"]["labels"] == {TAUCLUSTER_LABEL: TC, TAUCLUSTER_PROFILE_LABEL: PROFILE} for o in made)
+
+
+def test_a_profile_reads_its_fields_and_defaults():
+    p = parse_profile({k: v for k, v in DEMO.items() if k not in ("provisioningClass", "retryStrategy")})
+    assert (p.provisioning_class, p.retry) == (BEST_EFFORT_ATOMIC, RetryStrategy(2, 5, 20))
+    q = demo(namespaces=["a", "b"], provisioningClass=CHECK_CAPACITY, retryStrategy={"backoffLimitCount": 0})
+    assert (q.namespaces, q.provisioning_class, q.retry) == (("a", "b"), CHECK_CAPACITY, RetryStrategy(0, 5, 20))
+    assert [(o["kind"], o["metadata"].get("namespace")) for o in objects(q, TC)][-2:] == [
+        ("LocalQueue", "a"), ("LocalQueue", "b")]
+    assert demo(gpuQuota=0).gpu_quota == 0                                  # a queue without GPUs is allowed
+    assert demo(retryStrategy={"backoffBaseSeconds": 20}).retry == RetryStrategy(2, 20, 20)     # max == base will do
+    assert parse_profile({**DEMO, "flavor": {"name": "f", "nodeLabels": {"a": "b"}}}).tolerations == ()
+    assert "tolerations" not in objects(parse_profile({**DEMO, "flavor": {"name": "f", "nodeLabels": {"a": "b"}}}), TC)[0]["spec"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"name": ""}, "spec.profiles[0].name: must be a non-empty string, got ''"),
+    ({"namespaces": []}, "spec.profiles[0].namespaces: must be distinct non-empty names, at least one, got []"),
+    ({"namespaces": ["a", "a"]}, "spec.profiles[0].namespaces: must be distinct non-empty names"),
+    ({"namespaces": "demo"}, "spec.profiles[0].namespaces: must be a list, got 'demo'"),
+    ({"namespaces": [""]}, "spec.profiles[0].namespaces: must be distinct non-empty names, at least one, got ['']"),
+    ({"namespaces": [3]}, "spec.profiles[0].namespaces: must be distinct non-empty names, at least one, got [3]"),
+    ({"flavor": None}, "spec.profiles[0].flavor: must be an object, got None"),
+    ({"flavor": {"name": "f"}}, "spec.profiles[0].flavor.nodeLabels: must be an object, got None"),
+    ({"flavor": {"name": "f", "nodeLabels": {"a": "b"}, "tolerations": "x"}},
+     "spec.profiles[0].flavor.tolerations: must be a list, got 'x'"),
+    ({"flavor": {"name": "f", "nodeLabels": {}}}, "spec.profiles[0].flavor.nodeLabels: must map label names"),
+    ({"flavor": {"name": "f", "nodeLabels": {"a": 1}}}, "spec.profiles[0].flavor.nodeLabels: must map label names"),
+    ({"flavor": {"nodeLabels": {"a": "b"}}}, "spec.profiles[0].flavor.name: must be a non-empty string, got None"),
+    ({"flavor": {"name": "f", "nodeLabels": {"a": "b"}, "tolerations": ["x"]}},
+     "spec.profiles[0].flavor.tolerations: must be a list of tolerations, got ['x']"),
+    ({"gpuQuota": -8}, "spec.profiles[0].gpuQuota: must be a whole number of GPUs, 0 or more, got -8"),
+    ({"gpuQuota": "16"}, "spec.profiles[0].gpuQuota: must be a whole number of GPUs, 0 or more, got '16'"),
+    ({"gpuQuota": True}, "spec.profiles[0].gpuQuota: must be a whole number of GPUs, 0 or more, got True"),
+    ({"retryStrategy": {"backoffBaseSeconds": 30}},
+     "spec.profiles[0].retryStrategy: backoffMaxSeconds must be at least backoffBaseSeconds, got 20 < 30"),
+    ({"provisioningClass": "queued-provisioning.gke.io"},
+     f"spec.profiles[0].provisioningClass: must be one of {BEST_EFFORT_ATOMIC}, {CHECK_CAPACITY}, "
+     "got 'queued-provisioning.gke.io'"),
+    ({"retryStrategy": {"backoffBaseSeconds": -1}},
+     "spec.profiles[0].retryStrategy.backoffBaseSeconds: must be a whole number, 0 or more, got -1"),
+    ({"retryStrategy": {"backoffMaxSeconds": "20"}},
+     "spec.profiles[0].retryStrategy.backoffMaxSeconds: must be a whole number, 0 or more, got '20'"),
+    ({"retryStrategy": {"backoffLimitCount": False}},
+     "spec.profiles[0].retryStrategy.backoffLimitCount: must be a whole number, 0 or more, got False"),
+    ({"retryStrategy": []}, "spec.profiles[0].retryStrategy: must be an object, got []"),
+    ({"admissionCheck": None}, "spec.profiles[0].admissionCheck: must be a non-empty string, got None"),
+    ({"clusterQueue": 3}, "spec.profiles[0].clusterQueue: must be a non-empty string, got 3"),
+])
+def test_a_bad_profile_is_refused_naming_its_field(change, message):
+    with pytest.raises(BadProfile) as e:
+        parse_profile({**DEMO, **change})
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_the_profiles_must_be_a_list_of_distinct_names():
+    assert [p.name for p in parse_all([DEMO, {**DEMO, "name": "gpu-a100-4"}])] == [PROFILE, "gpu-a100-4"]
+    for bad, message in (([], "spec.profiles: must be a list of at least one profile, got []"),
+                         ({}, "spec.profiles: must be a list of at least one profile, got {}"),
+                         ([DEMO, DEMO], f"spec.profiles: the profile name {PROFILE!r} is used twice"),
+                         ([DEMO, "x"], "spec.profiles[1]: must be an object, got 'x'")):
+        with pytest.raises(BadProfile) as e:
+            parse_all(bad)
+        assert str(e.value) == message
+
+
+def test_differences_name_each_wanted_field_not_held_and_ignore_the_apiservers_additions():
+    want = objects(demo(), TC)[3]                                          # the ClusterQueue
+    have = copy.deepcopy(want)
+    have["spec"]["queueingStrategy"] = "BestEffortFIFO"                    # a default the apiserver adds
+    have["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]["nominalQuota"] = "2048Gi"   # 2Ti, spelled again
+    assert differences(want, have) == []
+    have["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = "8"
+    have["spec"]["admissionChecksStrategy"]["admissionChecks"] = []
+    assert differences(want, have) == [
+        "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: want '16', have '8'",
+        "spec.admissionChecksStrategy.admissionChecks: want [{'name': 'gpu-provisioning', 'onFlavors': "
+        "['a100-scale']}], have []"]
+    assert differences(want, {"spec": None}) == [f"spec: want {want['spec']!r}, have None"]
+    assert differences({"spec": {"a": "x"}}, {"spec": {"a": 1}}) == ["spec.a: want 'x', have 1"]
+    assert differences({"spec": {"a": True}}, {"spec": {"a": 1}}) == ["spec.a: want True, have 1"]
+
+
+# ---------------------------------------------------------------------------------------------- the modes
+
+def verbs(plan):
+    return [(a.verb, P.key(a.obj)) for a in plan.actions]
+
+
+def test_manage_creates_what_is_missing_in_order_and_is_ready_once_all_are_active():
+    p = demo()
+    first = P.plan_profile(MODE_MANAGE, TC, p, {})
+    assert [(a.verb, a.obj) for a in first.actions] == [("create", o) for o in objects(p, TC)]
+    assert first.actions[0].why == "ResourceFlavor a100-scale does not exist"
+    assert (first.ready.status, first.ready.reason) == (False, P.SETTING_UP)
+    assert first.ready.message.startswith("ResourceFlavor a100-scale is being created; ")
+    done = P.plan_profile(MODE_MANAGE, TC, p, cluster(objects(p, TC)))
+    assert done == P.ProfilePlan(PROFILE, (), P.Ready(True, P.READY, f"profile {PROFILE}: ClusterQueue gpu-a100 and "
+                                                                      "AdmissionCheck gpu-provisioning Active"))
+
+
+def test_manage_puts_a_changed_field_of_its_own_back_at_the_version_it_read():
+    p = demo()
+    objs = objects(p, TC)
+    edited = copy.deepcopy(objs)
+    edited[3]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = "4"
+    edited[3]["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["name"] = "other-check"
+    edited[3]["metadata"]["resourceVersion"] = "77"
+    plan = P.plan_profile(MODE_MANAGE, TC, p, cluster(edited))
+    assert verbs(plan) == [("update", ("ClusterQueue", "", DEMO_CLUSTER_QUEUE))]
+    put = plan.actions[0]
+    assert put.obj["spec"] == objs[3]["spec"] and put.obj["metadata"]["resourceVersion"] == "77"
+    assert put.why == ("ClusterQueue gpu-a100 changed, put back: "
+                       "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: want '16', have '4'; "
+                       "spec.admissionChecksStrategy.admissionChecks[0].name: want 'gpu-provisioning', have "
+                       "'other-check'")
+    assert plan.ready == P.Ready(False, P.SETTING_UP, "ClusterQueue gpu-a100 is being put back")
+
+
+def test_manage_never_touches_an_object_it_did_not_make():
+    p = demo()
+    found = cluster([strip(o) for o in objects(p, TC)])
+    plan = P.plan_profile(MODE_MANAGE, TC, p, found)
+    assert plan.actions == ()
+    assert plan.ready.reason == P.NOT_OURS and plan.ready.message.startswith(
+        "ResourceFlavor a100-scale exists and was not made by TauCluster demo (adopt it, or delete it); ")
+
+
+def test_adopt_adds_its_labels_to_compatible_objects_only_and_makes_nothing():
+    p = demo()
+    admin = [strip(o) for o in objects(p, TC)]
+    for i, o in enumerate(admin):
+        o["metadata"]["resourceVersion"] = str(10 + i)
+        o["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "Helm"}
+    plan = P.plan_profile(MODE_ADOPT, TC, p, cluster(admin))
+    assert verbs(plan) == [("adopt", P.key(o)) for o in admin]
+    assert plan.actions[0].why == "ResourceFlavor a100-scale is compatible: adopted"
+    flavor = plan.actions[0].obj
+    assert flavor == {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                      "metadata": {"name": "a100-scale", "resourceVersion": "10", "labels": {
+                          "app.kubernetes.io/managed-by": "Helm", TAUCLUSTER_LABEL: TC,
+                          TAUCLUSTER_PROFILE_LABEL: PROFILE}}}
+    assert plan.actions[-1].obj["metadata"]["namespace"] == DEMO_NAMESPACE
+    assert plan.ready.status is True
+    # adopted already: nothing to write
+    assert P.plan_profile(MODE_ADOPT, TC, p, cluster(objects(p, TC))).actions == ()
+
+
+def test_adopt_reports_an_incompatible_object_with_its_fields_and_leaves_it_and_makes_nothing_missing():
+    p = demo()
+    admin = [strip(o) for o in objects(p, TC)]
+    admin[0]["spec"]["nodeLabels"] = {"agentpool": "otherpool"}
+    admin[0]["spec"]["tolerations"] = []
+    admin[3]["spec"].pop("admissionChecksStrategy")
+    found = cluster(admin[:-1])                                             # no LocalQueue
+    plan = P.plan_profile(MODE_ADOPT, TC, p, found)
+    assert verbs(plan) == [("adopt", P.key(admin[i])) for i in (1, 2)]      # the compatible ones only
+    assert plan.ready == P.Ready(False, P.MISSING, "LocalQueue demo/gpu-a100-8 does not exist")
+    found = cluster(admin)
+    plan = P.plan_profile(MODE_ADOPT, TC, p, found)
+    assert plan.ready.reason == P.INCOMPATIBLE
+    assert plan.ready.message == (
+        "ResourceFlavor a100-scale: spec.nodeLabels.agentpool: want 'gpupool', have 'otherpool'; spec.tolerations: "
+        "want [{'key': 'sku', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}], have []; "
+        "ClusterQueue gpu-a100: spec.admissionChecksStrategy: want {'admissionChecks': [{'name': 'gpu-provisioning', "
+        "'onFlavors': ['a100-scale']}]}, have None")
+
+
+def test_external_writes_nothing_and_says_what_is_wrong():
+    p = demo()
+    assert P.plan_profile(MODE_EXTERNAL, TC, p, {}) == P.ProfilePlan(PROFILE, (), P.Ready(
+        False, P.MISSING, "; ".join(f"{P._what(o)} does not exist" for o in objects(p, TC))))
+    admin = [strip(o) for o in objects(p, TC)]
+    assert P.plan_profile(MODE_EXTERNAL, TC, p, cluster(admin)).ready.status is True
+    wrong_class = copy.deepcopy(admin)
+    wrong_class[1]["spec"]["provisioningClassName"] = CHECK_CAPACITY
+    plan = P.plan_profile(MODE_EXTERNAL, TC, p, cluster(wrong_class))
+    assert (plan.actions, plan.ready.reason) == ((), P.INCOMPATIBLE)
+    assert plan.ready.message == (f"ProvisioningRequestConfig gpu-provisioning: spec.provisioningClassName: want "
+                                  f"'{BEST_EFFORT_ATOMIC}', have '{CHECK_CAPACITY}'")
+
+
+@pytest.mark.parametrize("mode", [MODE_MANAGE, MODE_ADOPT, MODE_EXTERNAL])
+def test_a_profile_another_taucluster_claims_is_refused_and_left_alone(mode):
+    p = demo()
+    theirs = objects(p, "other")
+    plan = P.plan_profile(mode, TC, p, cluster(theirs))
+    assert plan.actions == ()
+    assert plan.ready.reason == P.CLAIMED and plan.ready.message.startswith(
+        "ResourceFlavor a100-scale is TauCluster other's; ")
+
+
+def test_readiness_needs_the_check_and_the_cluster_queue_active_and_says_what_kueue_says():
+    p = demo()
+    objs = objects(p, TC)
+    found = cluster(objs, ready=False)
+    assert P.plan_profile(MODE_EXTERNAL, TC, p, found).ready == P.Ready(
+        False, P.CHECK_NOT_ACTIVE, "AdmissionCheck gpu-provisioning is not Active: no Active condition yet")
+    found[P.key(objs[2])] = active(objs[2], "False", "Can't find ProvisioningRequestConfig")
+    assert P.plan_profile(MODE_EXTERNAL, TC, p, found).ready.message == (
+        "AdmissionCheck gpu-provisioning is not Active: Can't find ProvisioningRequestConfig")
+    found[P.key(objs[2])] = active(objs[2])
+    found[P.key(objs[3])] = active(objs[3], "False", "Can't admit new workloads: references inactive check")
+    assert P.plan_profile(MODE_EXTERNAL, TC, p, found).ready == P.Ready(
+        False, P.QUEUE_INACTIVE,
+        "ClusterQueue gpu-a100 is not Active: Can't admit new workloads: references inactive check")
+
+
+def test_the_first_problem_in_order_is_the_reason():
+    p = demo()
+    objs = objects(p, TC)
+    mixed = cluster([objects(p, "other")[0], strip(objs[1]), *objs[2:4]])     # claimed, not ours, LocalQueue missing
+    assert P.plan_profile(MODE_MANAGE, TC, p, mixed).ready.reason == P.CLAIMED
+    assert P.plan_profile(MODE_MANAGE, TC, p, cluster([strip(objs[1]), *objs[2:4]])).ready.reason == P.NOT_OURS
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="mode 'Own': must be one of Manage, Adopt, External"):
+        P.plan_profile("Own", TC, demo(), {})
+
+
+def test_stale_objects_are_this_tauclusters_that_no_profile_wants_any_more():
+    p, q = demo(), demo(name="gpu-a100-4", clusterQueue="gpu-a100-small", admissionCheck="gpu-provisioning-small",
+                        flavor={"name": "a100-small", "nodeLabels": {"agentpool": "small"}})
+    found = objects(p, TC) + objects(q, TC) + objects(demo(name="x"), "other") + [strip(objects(demo(name="y"), TC)[4])]
+    assert P.stale(TC, objects(p, TC) + objects(q, TC), found) == []
+    gone = P.stale(TC, objects(p, TC), found)
+    assert [(a.verb, a.obj) for a in gone] == [("delete", o) for o in objects(q, TC)]
+    assert gone[0].why == "ResourceFlavor a100-small (profile gpu-a100-4) is no longer wanted by TauCluster demo"
+    two_ns = parse_profile({**DEMO, "namespaces": ["demo", "team-b"]})
+    assert [P.key(a.obj) for a in P.stale(TC, objects(p, TC), objects(two_ns, TC))] == [
+        ("LocalQueue", "team-b", PROFILE)]
+    assert len(P.stale(TC, [], found)) == len(objects(p, TC)) + len(objects(q, TC))
