@@ -15,6 +15,7 @@ import click
 from .cluster import cluster_group
 from .conformance import conformance_cmd
 from .deadline import deadline_cmd
+from .taucluster import taucluster_cmd
 from .fake_ca import fake_ca_group
 from .jobs import preflight_cmd, report_cmd, submit_cmd, watch_cmd
 from .kueue_specs import kueue_specs_cmd
@@ -45,5 +46,5 @@ def main(verbose: bool) -> None:
 
 
 for command in (toolchain_group, cluster_group, submit_cmd, preflight_cmd, watch_cmd, report_cmd, fake_ca_group,
-                deadline_cmd, scenario_group, race_group, real_ca_cmd, conformance_cmd, kueue_specs_cmd, ui_cmd):
+                deadline_cmd, taucluster_cmd, scenario_group, race_group, real_ca_cmd, conformance_cmd, kueue_specs_cmd, ui_cmd):
     main.add_command(command)

@@ -150,6 +150,10 @@ MIRROR_KEYS = (TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WO
 TAUCLUSTER_LABEL = _P + "taucluster"                                 # on a Kueue object a TauCluster made or adopted
 TAUCLUSTER_PROFILE_LABEL = _P + "profile"                            # ... and the profile it belongs to
 MODE_MANAGE, MODE_ADOPT, MODE_EXTERNAL = "Manage", "Adopt", "External"
+TAUCLUSTER_ADOPTED_ANNOTATION = _P + "adopted"                       # "true": an administrator's object, taken over
+TAUCLUSTER_FINALIZER = _P + "taucluster-cleanup"                     # Manage deletes, Adopt releases, then it goes
+TAUCLUSTER_LEASE = "taucluster"                                      # the controller's heartbeat
+PROVISIONING_READY = "ProvisioningReady"                             # the TauCluster's condition, per profile
 
 # ---------------------------------------------------------------------------- the fake autoscaler's marks
 _F = "fake-ca.tau-demo.io/"

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from k8s.keys import ACTIVE, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, TAUCLUSTER_LABEL, TAUCLUSTER_PROFILE_LABEL
-from k8s.objects import Obj, condition, labels, meta
+from k8s.keys import (ACTIVE, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROVISIONING_READY, TAUCLUSTER_ADOPTED_ANNOTATION,
+                      TAUCLUSTER_LABEL, TAUCLUSTER_PROFILE_LABEL)
+from k8s.objects import Obj, annotations, condition, deleting, labels, meta
 from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE
 
 from .profile import Profile, differences, marks, objects
@@ -33,6 +34,7 @@ CLAIMED = "ClaimedByAnotherTauCluster"
 NOT_OURS = "NotMadeByThisTauCluster"
 MISSING = "ObjectMissing"
 INCOMPATIBLE = "IncompatibleObject"
+BEING_DELETED = "ObjectBeingDeleted"
 SETTING_UP = "SettingUp"
 CHECK_NOT_ACTIVE = "AdmissionCheckNotActive"
 QUEUE_INACTIVE = "ClusterQueueNotActive"
@@ -40,7 +42,8 @@ QUEUE_INACTIVE = "ClusterQueueNotActive"
 
 @dataclass(frozen=True)
 class SetupWrite:
-    verb: str              # "create", "update" (a field put back), "adopt" (labels added), "delete"
+    verb: str              # "create", "update" (a field put back), "adopt" (labels added), "release" (labels
+                           # removed), "delete"
     obj: Obj               # the object to write (for "delete": the one found)
     why: str
 
@@ -79,7 +82,8 @@ def _adopted(found: Obj, taucluster: str, profile: Profile) -> Obj:
     return {"apiVersion": found.get("apiVersion"), "kind": found.get("kind"),
             "metadata": {"name": md.get("name"), **({"namespace": md["namespace"]} if md.get("namespace") else {}),
                          "resourceVersion": md.get("resourceVersion"),
-                         "labels": {**labels(found), **marks(taucluster, profile)}}}
+                         "labels": {**labels(found), **marks(taucluster, profile)},
+                         "annotations": {**annotations(found), TAUCLUSTER_ADOPTED_ANNOTATION: "true"}}}
 
 
 def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Key, Obj]) -> ProfilePlan:
@@ -97,6 +101,12 @@ def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Ke
                 problems.setdefault(SETTING_UP, []).append(f"{what} is being created")
             else:
                 problems.setdefault(MISSING, []).append(f"{what} does not exist")
+            continue
+        if deleting(have):      # Kueue keeps an object in use (its resource-in-use finalizer): made again once gone
+            held = ", ".join(meta(have).get("finalizers") or []) or "no finalizer"
+            problems.setdefault(BEING_DELETED, []).append(f"{what} is being deleted (held by {held}); made again "
+                                                          "once it is gone" if mode == MODE_MANAGE else
+                                                          f"{what} is being deleted (held by {held})")
             continue
         who = owner(have)
         if who is not None and who != taucluster:
@@ -123,7 +133,7 @@ def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Ke
 
 
 def _readiness(profile: Profile, found: Mapping[Key, Obj], problems: dict[str, list[str]]) -> Ready:
-    for reason in (CLAIMED, NOT_OURS, MISSING, INCOMPATIBLE, SETTING_UP):
+    for reason in (CLAIMED, NOT_OURS, MISSING, INCOMPATIBLE, BEING_DELETED, SETTING_UP):
         if problems.get(reason):
             return Ready(False, reason, "; ".join(problems[reason]))
     check = found.get((ADMISSION_CHECK.kind, "", profile.check))
@@ -137,11 +147,62 @@ def _readiness(profile: Profile, found: Mapping[Key, Obj], problems: dict[str, l
                               f"{profile.check} Active")
 
 
+def adopted(obj: Obj) -> bool:
+    """An administrator's object this TauCluster took over (Adopt), not one it made."""
+    return annotations(obj).get(TAUCLUSTER_ADOPTED_ANNOTATION) == "true"
+
+
+def _let_go(obj: Obj, why: str) -> SetupWrite:
+    """Give an adopted object back: its labels and mark of ours removed (a merge patch's nulls), nothing else."""
+    md = meta(obj)
+    return SetupWrite("release", {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": {
+        "name": md.get("name"), **({"namespace": md["namespace"]} if md.get("namespace") else {}),
+        "resourceVersion": md.get("resourceVersion"),
+        "labels": {TAUCLUSTER_LABEL: None, TAUCLUSTER_PROFILE_LABEL: None},
+        "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: None}}}, why)
+
+
+def release_all(mode: str, taucluster: str, found: list[Obj]) -> list[SetupWrite]:
+    """The TauCluster is being deleted: under Manage the objects it made are deleted; an adopted object (in any
+    mode) is given back as it is; External holds nothing."""
+    out = []
+    for obj in found:
+        if owner(obj) != taucluster:
+            continue
+        if deleting(obj):
+            continue                  # already going (Kueue lets an object in use go once nothing uses it)
+        if adopted(obj) or mode != MODE_MANAGE:
+            out.append(_let_go(obj, f"{_what(obj)}: given back as it is (TauCluster {taucluster} is deleted)"))
+        else:
+            out.append(SetupWrite("delete", obj, f"{_what(obj)}: made by TauCluster {taucluster}, which is deleted"))
+    return out
+
+
+def conditions(plans: list[ProfilePlan], old: list[Obj], now: str, generation: int | None) -> list[Obj]:
+    """status.profiles: per profile its ProvisioningReady condition; the transition time kept while the status
+    stays what it was."""
+    before = {p.get("name"): next((c for c in p.get("conditions") or [] if c.get("type") == PROVISIONING_READY), {})
+              for p in old}
+    out = []
+    for pl in plans:
+        status = "True" if pl.ready.status else "False"
+        was = before.get(pl.profile, {})
+        since = was.get("lastTransitionTime") if was.get("status") == status else now
+        out.append({"name": pl.profile, "conditions": [{
+            "type": PROVISIONING_READY, "status": status, "reason": pl.ready.reason, "message": pl.ready.message,
+            "lastTransitionTime": since or now, **({"observedGeneration": generation} if generation else {})}]})
+    return out
+
+
 def stale(taucluster: str, wanted: list[Obj], found: list[Obj]) -> list[SetupWrite]:
-    """Manage: this TauCluster's objects found that are not among the `wanted` ones (the objects() of its
-    profiles: a profile removed, a namespace dropped from one; none when the TauCluster is being deleted), to
-    delete."""
+    """This TauCluster's objects found that are not among the `wanted` ones (the objects() of its profiles: a
+    profile removed, a namespace dropped from one): the ones it made to delete, the adopted ones to give back."""
     keep = {key(o) for o in wanted}
-    return [SetupWrite("delete", obj, f"{_what(obj)} (profile {labels(obj).get(TAUCLUSTER_PROFILE_LABEL)}) is no longer "
-                                  f"wanted by TauCluster {taucluster}")
-            for obj in found if owner(obj) == taucluster and key(obj) not in keep]
+    out = []
+    for obj in found:
+        if owner(obj) != taucluster or key(obj) in keep:
+            continue
+        why = f"{_what(obj)} (profile {labels(obj).get(TAUCLUSTER_PROFILE_LABEL)}) is no longer wanted by TauCluster " \
+              f"{taucluster}"
+        out.append(_let_go(obj, why + ": given back") if adopted(obj) else SetupWrite("delete", obj, why))
+    return out

@@ -12,7 +12,8 @@ import pytest
 from demo.taucluster import plan as P
 from demo.taucluster.profile import BadProfile, Profile, RetryStrategy, differences, objects, parse_profile, parse_all
 from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE,
-                      MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROFILE, TAUCLUSTER_LABEL, TAUCLUSTER_PROFILE_LABEL)
+                      MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROFILE, TAUCLUSTER_ADOPTED_ANNOTATION, TAUCLUSTER_LABEL,
+                      TAUCLUSTER_PROFILE_LABEL)
 from k8s.manifests import load_manifest
 from k8s.paths import MANIFESTS
 
@@ -197,7 +198,7 @@ def test_adopt_adds_its_labels_to_compatible_objects_only_and_makes_nothing():
     assert flavor == {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
                       "metadata": {"name": "a100-scale", "resourceVersion": "10", "labels": {
                           "app.kubernetes.io/managed-by": "Helm", TAUCLUSTER_LABEL: TC,
-                          TAUCLUSTER_PROFILE_LABEL: PROFILE}}}
+                          TAUCLUSTER_PROFILE_LABEL: PROFILE}, "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: "true"}}}
     assert plan.actions[-1].obj["metadata"]["namespace"] == DEMO_NAMESPACE
     assert plan.ready.status is True
     # adopted already: nothing to write
@@ -289,3 +290,105 @@ def test_stale_objects_are_this_tauclusters_that_no_profile_wants_any_more():
     assert [P.key(a.obj) for a in P.stale(TC, objects(p, TC), objects(two_ns, TC))] == [
         ("LocalQueue", "team-b", PROFILE)]
     assert len(P.stale(TC, [], found)) == len(objects(p, TC)) + len(objects(q, TC))
+
+
+# ---------------------------------------------------------------------------------------------- letting go
+
+def test_adopting_marks_the_object_adopted_and_releasing_gives_it_back_as_it_was():
+    p = demo()
+    admin = [strip(o) for o in objects(p, TC)]
+    plan = P.plan_profile(MODE_ADOPT, TC, p, cluster(admin))
+    taken = [{**o, "metadata": {**o["metadata"], **a.obj["metadata"]}} for o, a in zip(admin, plan.actions)]
+    assert all(P.adopted(o) and P.owner(o) == TC for o in taken)
+    back = P.release_all(MODE_ADOPT, TC, taken)
+    assert [w.verb for w in back] == ["release"] * len(taken)
+    assert back[0].obj["metadata"] == {"name": "a100-scale", "resourceVersion": None,
+                                       "labels": {TAUCLUSTER_LABEL: None, TAUCLUSTER_PROFILE_LABEL: None},
+                                       "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: None}}
+    assert back[0].why == "ResourceFlavor a100-scale: given back as it is (TauCluster demo is deleted)"
+
+
+def test_releasing_under_manage_deletes_what_it_made_and_gives_back_what_it_adopted_and_nothing_else():
+    p = demo()
+    made = objects(p, TC)
+    adopted = {**made[0], "metadata": {**made[0]["metadata"], "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: "true"}}}
+    other = objects(p, "other")[1]
+    writes = P.release_all(MODE_MANAGE, TC, [adopted, *made[1:], other, strip(made[2])])
+    assert [(w.verb, P.key(w.obj)) for w in writes] == [("release", P.key(adopted))] + [
+        ("delete", P.key(o)) for o in made[1:]]
+    assert writes[1].why == "ProvisioningRequestConfig gpu-provisioning: made by TauCluster demo, which is deleted"
+    assert P.release_all(MODE_EXTERNAL, TC, [strip(o) for o in made]) == []
+    assert [w.verb for w in P.release_all(MODE_MANAGE, TC, [other, strip(made[0]), made[1]])] == ["delete"]
+
+
+def test_a_stale_adopted_object_is_given_back_not_deleted():
+    p = demo()
+    adopted = {**objects(p, TC)[0]}
+    adopted["metadata"] = {**adopted["metadata"], "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: "true"}}
+    (w,) = P.stale(TC, [], [adopted])
+    assert (w.verb, w.why) == ("release", "ResourceFlavor a100-scale (profile gpu-a100-8) is no longer wanted by "
+                                          "TauCluster demo: given back")
+
+
+def test_the_status_says_provisioning_ready_per_profile_and_keeps_the_time_of_the_last_change():
+    ready = P.ProfilePlan(PROFILE, (), P.Ready(True, P.READY, "ok"))
+    waiting = P.ProfilePlan("gpu-a100-4", (), P.Ready(False, P.MISSING, "LocalQueue demo/gpu-a100-4 does not exist"))
+    first = P.conditions([ready, waiting], [], "T1", 3)
+    assert first == [
+        {"name": PROFILE, "conditions": [{"type": "ProvisioningReady", "status": "True", "reason": "Ready",
+                                          "message": "ok", "lastTransitionTime": "T1", "observedGeneration": 3}]},
+        {"name": "gpu-a100-4", "conditions": [{"type": "ProvisioningReady", "status": "False", "reason": "ObjectMissing",
+                                               "message": "LocalQueue demo/gpu-a100-4 does not exist",
+                                               "lastTransitionTime": "T1", "observedGeneration": 3}]}]
+    later = P.conditions([ready, P.ProfilePlan("gpu-a100-4", (), P.Ready(True, P.READY, "ok"))], first, "T2", None)
+    assert [c["conditions"][0]["lastTransitionTime"] for c in later] == ["T1", "T2"]
+    assert "observedGeneration" not in later[0]["conditions"][0]
+
+
+def going(obj: dict, *finalizers: str) -> dict:
+    return {**obj, "metadata": {**obj["metadata"], "deletionTimestamp": "2026-12-03T19:27:10Z",
+                                **({"finalizers": list(finalizers)} if finalizers else {})}}
+
+
+def test_an_object_being_deleted_is_waited_for_not_written_and_the_others_still_planned():
+    p = demo()
+    objs = objects(p, TC)
+    found = cluster([objs[0], objs[1], going(objs[2], "kueue.x-k8s.io/resource-in-use", "other/x"), objs[3]])
+    plan = P.plan_profile(MODE_MANAGE, TC, p, found)
+    assert [(a.verb, P.key(a.obj)) for a in plan.actions] == [("create", P.key(objs[4]))]      # the LocalQueue
+    assert plan.ready == P.Ready(False, P.BEING_DELETED, "AdmissionCheck gpu-provisioning is being deleted (held by "
+                                 "kueue.x-k8s.io/resource-in-use, other/x); made again once it is gone")
+    external = P.plan_profile(MODE_EXTERNAL, TC, p, cluster([going(objs[0]), *[strip(o) for o in objs[1:]]]))
+    assert external.ready == P.Ready(False, P.BEING_DELETED,
+                                     "ResourceFlavor a100-scale is being deleted (held by no finalizer)")
+
+
+def test_giving_back_removes_only_our_marks_of_a_namespaced_or_cluster_object():
+    objs = objects(demo(), TC)
+    marked = [{**o, "metadata": {**o["metadata"], "resourceVersion": "5",
+                                 "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: "true", "note": "kept"}}}
+              for o in (objs[0], objs[4])]
+    writes = P.release_all(MODE_MANAGE, TC, [going(objs[1]), *marked])
+    gone = {TAUCLUSTER_LABEL: None, TAUCLUSTER_PROFILE_LABEL: None}
+    assert [(w.verb, w.obj) for w in writes] == [
+        ("release", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {
+            "name": "a100-scale", "resourceVersion": "5", "labels": gone,
+            "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: None}}}),
+        ("release", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {
+            "name": PROFILE, "namespace": DEMO_NAMESPACE, "resourceVersion": "5", "labels": gone,
+            "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: None}}})]
+
+
+def test_adopting_keeps_the_objects_own_annotations():
+    p = demo()
+    admin = [strip(o) for o in objects(p, TC)]
+    admin[0]["metadata"]["annotations"] = {"meta.helm.sh/release-name": "kueue-setup"}
+    taken = P.plan_profile(MODE_ADOPT, TC, p, cluster(admin)).actions[0].obj
+    assert taken["metadata"]["annotations"] == {"meta.helm.sh/release-name": "kueue-setup",
+                                                TAUCLUSTER_ADOPTED_ANNOTATION: "true"}
+
+
+def test_a_status_without_a_provisioning_ready_condition_yet_starts_one_now():
+    ready = P.ProfilePlan(PROFILE, (), P.Ready(True, P.READY, "ok"))
+    old = [{"name": PROFILE, "conditions": [{"type": "Other", "status": "True", "lastTransitionTime": "T0"}]}]
+    assert P.conditions([ready], old, "T1", None)[0]["conditions"][0]["lastTransitionTime"] == "T1"
