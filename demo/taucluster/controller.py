@@ -140,7 +140,7 @@ class TauClusterController:
         new = {"mode": (tc.get("spec") or {}).get("mode"), "observedGeneration": meta(tc).get("generation"),
                "profiles": P.conditions(plans, old.get("profiles") or [], now, meta(tc).get("generation")),
                **({"invalid": invalid} if invalid else {})}
-        if {k: v for k, v in old.items()} == new:
+        if old == new:
             return
         try:
             self.tauclusters.put(self.k.patch_status(TAUCLUSTER, name_of(tc), {"status": {**new, "invalid": invalid

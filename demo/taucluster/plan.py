@@ -76,14 +76,19 @@ def owner(obj: Obj | None) -> str | None:
     return labels(obj).get(TAUCLUSTER_LABEL)
 
 
+def _marks_patch(obj: Obj, labels_: dict, annotations_: dict) -> Obj:
+    """A patch of the object found that sets only these labels and annotations, at the resourceVersion read."""
+    md = meta(obj)
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {"name": md.get("name"), **({"namespace": md["namespace"]} if md.get("namespace") else {}),
+                         "resourceVersion": md.get("resourceVersion"), "labels": labels_,
+                         "annotations": annotations_}}
+
+
 def _adopted(found: Obj, taucluster: str, profile: Profile) -> Obj:
     """The object found with the TauCluster's marks added: only its labels change (patched by resourceVersion)."""
-    md = meta(found)
-    return {"apiVersion": found.get("apiVersion"), "kind": found.get("kind"),
-            "metadata": {"name": md.get("name"), **({"namespace": md["namespace"]} if md.get("namespace") else {}),
-                         "resourceVersion": md.get("resourceVersion"),
-                         "labels": {**labels(found), **marks(taucluster, profile)},
-                         "annotations": {**annotations(found), TAUCLUSTER_ADOPTED_ANNOTATION: "true"}}}
+    return _marks_patch(found, {**labels(found), **marks(taucluster, profile)},
+                        {**annotations(found), TAUCLUSTER_ADOPTED_ANNOTATION: "true"})
 
 
 def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Key, Obj]) -> ProfilePlan:
@@ -154,12 +159,8 @@ def adopted(obj: Obj) -> bool:
 
 def _let_go(obj: Obj, why: str) -> SetupWrite:
     """Give an adopted object back: its labels and mark of ours removed (a merge patch's nulls), nothing else."""
-    md = meta(obj)
-    return SetupWrite("release", {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": {
-        "name": md.get("name"), **({"namespace": md["namespace"]} if md.get("namespace") else {}),
-        "resourceVersion": md.get("resourceVersion"),
-        "labels": {TAUCLUSTER_LABEL: None, TAUCLUSTER_PROFILE_LABEL: None},
-        "annotations": {TAUCLUSTER_ADOPTED_ANNOTATION: None}}}, why)
+    return SetupWrite("release", _marks_patch(obj, {TAUCLUSTER_LABEL: None, TAUCLUSTER_PROFILE_LABEL: None},
+                                              {TAUCLUSTER_ADOPTED_ANNOTATION: None}), why)
 
 
 def release_all(mode: str, taucluster: str, found: list[Obj]) -> list[SetupWrite]:
