@@ -1,5 +1,5 @@
 """Install steps both backends share once Kueue runs: the ProvisioningRequest CRD (before Kueue
-starts), KWOK's stages, the demo's Kueue objects and RBAC, the demo-cluster marker, and health."""
+starts), KWOK's stages, the TauCluster CRD, the demo's Kueue objects and RBAC, the demo-cluster marker, and health."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from ..toolchain.components import KWOK_MANIFESTS, PROVREQ_CRD, share_path
 from .state import ClusterError
 from .tools import apply_docs, kubectl
 
-DEMO_MANIFESTS = ("kueue-objects.yaml", "rbac.yaml")
+TAUCLUSTER_CRD = "taucluster-crd.yaml"
+KUEUE_OBJECTS = "kueue-objects.yaml"
+DEMO_MANIFESTS = (TAUCLUSTER_CRD, KUEUE_OBJECTS, "rbac.yaml")
 KWOK_UPSTREAM_STAGES = ("node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml")
 DEMO_STAGES = ("node-initialize.yaml", "pod-complete.yaml")     # ours, in manifests/kwok/
 
@@ -29,20 +31,26 @@ def install_provreq_crd(kubeconfig: str) -> None:
     ProvisioningRequest API resolves at start-up."""
     apply_docs(kubeconfig, load_manifest(share_path(PROVREQ_CRD, "provisioningrequests.yaml")),
                "the ProvisioningRequest CRD")
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-            "crd/provisioningrequests.autoscaling.x-k8s.io")
+    wait_established(kubeconfig, "provisioningrequests.autoscaling.x-k8s.io")
+
+
+def wait_established(kubeconfig: str, *crds: str) -> None:
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in crds))
 
 
 def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MANIFESTS,
                          kueue_objects: Callable[[list[dict]], list[dict]] | None = None, marker: bool = True) -> None:
-    """The demo's Kueue objects and RBAC, and the marker without which the fake autoscaler refuses to run.
-    kueue_objects: how this cluster changes the demo's Kueue objects (a MultiKueue manager's); marker=False: no
-    autoscaler may run here (the manager makes no nodes)."""
+    """The TauCluster CRD (Established before anything may use it), the demo's Kueue objects and RBAC, and the
+    marker without which the fake autoscaler refuses to run.  kueue_objects: how this cluster changes the demo's
+    Kueue objects (a MultiKueue manager's); marker=False: no autoscaler may run here (the manager makes no nodes)."""
     for f in DEMO_MANIFESTS:
         p = manifests_dir / f
-        if p.exists():
-            docs = load_manifest(p)
-            apply_docs(kubeconfig, kueue_objects(docs) if kueue_objects and f == DEMO_MANIFESTS[0] else docs, str(p))
+        if not p.exists():
+            continue
+        docs = load_manifest(p)
+        apply_docs(kubeconfig, kueue_objects(docs) if kueue_objects and f == KUEUE_OBJECTS else docs, str(p))
+        if f == TAUCLUSTER_CRD:
+            wait_established(kubeconfig, *(d["metadata"]["name"] for d in docs))
     if not marker:
         return
     ns, name = keys.MARKER

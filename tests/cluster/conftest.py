@@ -19,10 +19,15 @@ import pytest
 
 from demo.cluster import backends, procs
 from demo.cluster.backend import UpOptions
+from demo.cluster.install import TAUCLUSTER_CRD
 from demo.cluster.state import ClusterError
 from k8s import heartbeat
 from k8s.client import Kube
 from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
+from k8s.manifests import load_manifest
+from k8s.objects import is_true, meta
+from k8s.paths import MANIFESTS
+from k8s.resources import CRD
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.controllers import ensure_controller, stop_started
@@ -105,6 +110,18 @@ def unique():
 
 def wait_for(pred, timeout=60.0, interval=0.25, what="condition"):
     return poll.until(pred, timeout, what, interval)
+
+
+@pytest.fixture(scope="session")
+def taucluster_crd(k) -> str:
+    """The TauCluster CRD's name: `cluster up` installs it with the demo's objects; it is Established and not
+    being deleted (no test removes it: a CRD that is terminating refuses every create for a while after)."""
+    (doc,) = load_manifest(MANIFESTS / TAUCLUSTER_CRD)
+    name = doc["metadata"]["name"]
+    crd = k.get_or_none(CRD, name)
+    assert is_true(crd, "Established") and not meta(crd).get("deletionTimestamp"), \
+        f"CRD {name} is not installed and Established by cluster up: {crd and crd.get('status')}"
+    return name
 
 
 HOOK_DIR = Path(os.environ.get("TAU_DEMO_STATE", "/tmp")) / "fake-ca-hooks"

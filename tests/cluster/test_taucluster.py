@@ -14,12 +14,10 @@ import pytest
 from demo.taucluster import plan as P
 from demo.taucluster.controller import KINDS, TauClusterController
 from demo.taucluster.profile import objects, parse_profile
-from k8s.keys import (BEST_EFFORT_ATOMIC, DEMO_NAMESPACE, FIELD_MANAGER, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE,
+from k8s.keys import (BEST_EFFORT_ATOMIC, DEMO_NAMESPACE, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE,
                       PROVISIONING_READY, TAUCLUSTER_LABEL)
-from k8s.manifests import load_manifest
 from k8s.objects import is_true, labels, meta
-from k8s.paths import MANIFESTS
-from k8s.resources import CLUSTER_QUEUE, CRD, TAUCLUSTER
+from k8s.resources import CLUSTER_QUEUE, TAUCLUSTER
 from tests.cluster.conftest import wait_for
 
 ADMIN = "an-administrator"          # the field manager of the objects "an administrator" applies
@@ -33,10 +31,7 @@ def raw_profile(tag: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def controller(k):
-    (doc,) = load_manifest(MANIFESTS / "taucluster-crd.yaml")
-    k.apply(CRD, doc, FIELD_MANAGER)
-    wait_for(lambda: is_true(k.get(CRD, doc["metadata"]["name"]), "Established"), 30, what="the CRD Established")
+def controller(k, taucluster_crd):
     stop, ready = threading.Event(), threading.Event()
     ctl = TauClusterController(k)
     t = threading.Thread(target=ctl.run, args=(stop, ready), daemon=True)
@@ -48,7 +43,6 @@ def controller(k):
     wait_for(lambda: not k.list(TAUCLUSTER)[0], 60, what="every TauCluster gone (its finalizer done)")
     stop.set()
     t.join(10)
-    k.delete(CRD, doc["metadata"]["name"])
 
 
 def taucluster(k, name: str, mode: str, *profiles: dict) -> dict:

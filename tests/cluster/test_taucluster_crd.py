@@ -1,7 +1,7 @@
 """The TauCluster CRD (manifests/taucluster-crd.yaml) on the real kube-apiserver: it is Established, a good
 TauCluster is accepted with its defaults filled in and read back by demo/taucluster/profile.py, and each bad one
 is refused by the apiserver itself with a message naming the field (server-side dry runs: nothing is stored).
-The CRD is removed at the end, so the other tests see the cluster as before."""
+`cluster up` installs the CRD (demo/cluster/install.py); no test removes it."""
 
 from __future__ import annotations
 
@@ -11,29 +11,13 @@ import pytest
 
 from demo.taucluster.profile import parse_all
 from k8s.errors import ApiError
-from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, FIELD_MANAGER, PROFILE
-from k8s.manifests import load_manifest
-from k8s.objects import is_true
-from k8s.paths import MANIFESTS
-from k8s.resources import CRD, TAUCLUSTER
-
-from tests.cluster.conftest import wait_for
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, PROFILE
+from k8s.resources import TAUCLUSTER
 
 GOOD = TAUCLUSTER.new("demo", spec={"mode": "Manage", "profiles": [{
     "name": PROFILE, "namespaces": [DEMO_NAMESPACE], "clusterQueue": DEMO_CLUSTER_QUEUE,
     "admissionCheck": CHECK_NAME, "flavor": {"name": "a100-scale", "nodeLabels": {"agentpool": "gpupool"}},
     "gpuQuota": 16}]})
-
-
-@pytest.fixture(scope="module")
-def crd(k):
-    (doc,) = load_manifest(MANIFESTS / "taucluster-crd.yaml")
-    name = doc["metadata"]["name"]
-    k.apply(CRD, doc, FIELD_MANAGER)
-    wait_for(lambda: is_true(k.get(CRD, name), "Established"), 30, what=f"CRD {name} Established")
-    yield name
-    k.delete(CRD, name)
-    wait_for(lambda: k.get_or_none(CRD, name) is None, 60, what=f"CRD {name} gone")
 
 
 def with_profile(**changes) -> dict:
@@ -42,7 +26,7 @@ def with_profile(**changes) -> dict:
     return obj
 
 
-def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_profile(k, crd):
+def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_profile(k, taucluster_crd):
     made = k.create(TAUCLUSTER, GOOD, dry_run=True)
     assert made["spec"]["profiles"][0]["provisioningClass"] == BEST_EFFORT_ATOMIC      # the CRD's default
     (profile,) = parse_all(made["spec"]["profiles"])
@@ -72,7 +56,7 @@ def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_p
                                   "body should have at least 1 items"),
 ], ids=["unknown-mode", "profile-twice", "no-profile", "negative-quota", "quota-not-a-number", "another-class",
         "max-below-base", "bad-name", "no-namespace"])
-def test_a_bad_taucluster_is_refused_by_the_apiserver_naming_its_field(k, crd, obj, message):
+def test_a_bad_taucluster_is_refused_by_the_apiserver_naming_its_field(k, taucluster_crd, obj, message):
     with pytest.raises(ApiError) as e:
         k.create(TAUCLUSTER, obj, dry_run=True)
     assert e.value.status == 422, e.value
