@@ -2,7 +2,8 @@
 # The walkthrough: success, timeout and race paths on the real cluster made by ./setup.sh.
 #   AUTO=1 ./scenario.sh            never waits for input
 #   ./scenario.sh race              one group (success, timeout, race, beyond, upstream, kueue-specs, multikueue) or scenario
-#   AUTO=1 ./scenario.sh --upstream the walkthrough, then the known Kueue v0.19.2 defects (scenarios/upstream/)
+#   AUTO=1 ./scenario.sh --upstream the walkthrough, then the known defects of Kueue v0.19.2 and the Cluster
+#                                   Autoscaler 1.36.1 (scenarios/upstream/)
 #   ./scenario.sh upstream          only those; `.venv/bin/tau-demo scenario list` shows every scenario
 #   ./scenario.sh kueue-specs       Kueue v0.19.2's own provisioning specs, end to end (`tau-demo kueue-specs` runs
 #                                   them under both autoscalers and writes docs/kueue-specs.md)

@@ -51,7 +51,7 @@ def _pools(path):
 
 @click.group("fake-ca", invoke_without_command=True, context_settings=CONTEXT_SETTINGS)
 @kube_options(impersonation=True)
-@pools_option("node pool table (published to kube-system/tau-demo-node-pools for preflight)")
+@pools_option("node pool table (published to tau-demo-system/tau-demo-node-pools for preflight)")
 @settings_options
 @click.option("--force", is_flag=True, help="run even if the cluster lacks the demo-cluster marker")
 @click.option("--seed", type=int, default=None, help="seed node names (tests)")

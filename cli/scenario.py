@@ -43,7 +43,8 @@ def scenario_group():
               help="who answers the ProvisioningRequests: the fake autoscaler, or the real Cluster Autoscaler "
                    "1.36.1 (`tau-demo real-ca`; scenarios that need an injected fault are skipped, saying why)")
 @click.option("--upstream", "with_upstream", is_flag=True,
-              help="also run the known Kueue v0.19.2 defects (the group upstream), after the others")
+              help="also run the group upstream after the others: the known defects, four of Kueue v0.19.2 and two of "
+                   "the Cluster Autoscaler 1.36.1")
 @click.option("--ui", "with_ui", is_flag=True,
               help="also serve the live page (`tau-demo ui`) on 127.0.0.1 while the scenarios run, and print its address")
 @click.option("--ui-port", type=click.IntRange(0, 65535), default=0, show_default=True,

@@ -67,7 +67,8 @@ class FakeCA:
     def check_demo_cluster(self) -> None:
         if self.k.get_or_none(CONFIG_MAP, MARKER[1], MARKER[0]) is None:
             raise NotADemoCluster(
-                f"ConfigMap {MARKER[0]}/{MARKER[1]} is missing: this cluster was not created by `tau-demo cluster up`. "
+                f"ConfigMap {MARKER[0]}/{MARKER[1]} is missing: this cluster was not created by `tau-demo cluster up` "
+                "nor attached with `tau-demo cluster attach --autoscaler fake`. "
                 "fake-ca creates fake nodes and refuses to touch a real cluster (use --force if you are sure).")
 
     def publish_pools(self) -> None:

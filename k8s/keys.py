@@ -96,8 +96,8 @@ POD_COMPLETE_DELAY_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
 # ---------------------------------------------------------------------------- the demo's objects
 DEMO_NAMESPACE = "demo"
 SYSTEM_NAMESPACE = "tau-demo-system"                                 # controllers' ServiceAccounts and Leases
-MARKER = ("kube-system", "tau-demo-cluster")                         # ConfigMap: fake nodes may be made here
-POOL_TABLE = ("kube-system", "tau-demo-node-pools")                  # ConfigMap the autoscaler publishes
+MARKER = (SYSTEM_NAMESPACE, "tau-demo-cluster")                      # ConfigMap: fake nodes may be made here
+POOL_TABLE = (SYSTEM_NAMESPACE, "tau-demo-node-pools")               # ConfigMap the autoscaler publishes
 POOL_TABLE_KEY = "pools.yaml"
 CA_STATUS = ("kube-system", "cluster-autoscaler-status")             # the autoscaler's status ConfigMap
 CA_STATUS_KEY = "status"
@@ -113,7 +113,8 @@ FAKE_CA_FIELD_MANAGER = "fake-ca"
 FAKE_CA_LEASE = "fake-ca"
 DEADLINE_LEASE_PREFIX = "deadline-"                                  # + the controller's class
 SERVICE_ACCOUNTS = {"fake-ca": f"system:serviceaccount:{SYSTEM_NAMESPACE}:fake-ca",
-                    "deadline": f"system:serviceaccount:{SYSTEM_NAMESPACE}:deadline"}
+                    "deadline": f"system:serviceaccount:{SYSTEM_NAMESPACE}:deadline",
+                    "taucluster": f"system:serviceaccount:{SYSTEM_NAMESPACE}:taucluster"}
 
 # ---------------------------------------------------------------------------- MultiKueue on one machine (issue 21)
 # `tau-demo cluster up --multikueue`: the demo cluster is the manager, two kwok clusters are its workers
@@ -153,6 +154,7 @@ MODE_MANAGE, MODE_ADOPT, MODE_EXTERNAL = "Manage", "Adopt", "External"
 TAUCLUSTER_ADOPTED_ANNOTATION = _P + "adopted"                       # "true": an administrator's object, taken over
 TAUCLUSTER_FINALIZER = _P + "taucluster-cleanup"                     # Manage deletes, Adopt releases, then it goes
 TAUCLUSTER_LEASE = "taucluster"                                      # the controller's heartbeat
+DEMO_TAUCLUSTER = "demo"                                             # the demo cluster's (manifests/taucluster-demo.yaml)
 PROVISIONING_READY = "ProvisioningReady"                             # the TauCluster's condition, per profile
 
 # ---------------------------------------------------------------------------- the fake autoscaler's marks

@@ -23,6 +23,8 @@ from .state import State
 class UpOptions:
     apiserver_port: int = 0          # kwok: fixed apiserver port (0 = any free port); kind: refused unless 0
     multikueue: bool = False         # kwok: the demo cluster as a MultiKueue manager with two workers; kind: refused
+    bare: bool = False               # only the control plane, the ProvisioningRequest CRD, Kueue and KWOK: no demo
+                                     # objects, no TauCluster (a cluster for `tau-demo cluster attach` to take on)
 
 
 class Backend(Protocol):

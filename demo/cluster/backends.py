@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from . import kind, multikueue_kwok
+from . import attach, kind, multikueue_kwok
 from .backend import Backend, docker_answers
 from .state import State
 
-BACKENDS: dict[str, Backend] = {"kwok": multikueue_kwok.BACKEND, "kind": kind.BACKEND}
+BACKENDS: dict[str, Backend] = {"kwok": multikueue_kwok.BACKEND, "kind": kind.BACKEND,
+                                attach.BACKEND_NAME: attach.BACKEND}   # a cluster `cluster attach` took on
 
 
 def choose(choice: str, existing: State | None = None) -> str:

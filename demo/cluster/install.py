@@ -1,5 +1,6 @@
 """Install steps both backends share once Kueue runs: the ProvisioningRequest CRD (before Kueue
-starts), KWOK's stages, the TauCluster CRD, the demo's Kueue objects and RBAC, the demo-cluster marker, and health."""
+starts), KWOK's stages, the TauCluster CRD, the demo's namespaces, RBAC and TauCluster (or, for a MultiKueue manager,
+its Kueue objects from the plain file), the demo-cluster marker, and health."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from .state import ClusterError
 from .tools import apply_docs, kubectl
 
 TAUCLUSTER_CRD = "taucluster-crd.yaml"
-KUEUE_OBJECTS = "kueue-objects.yaml"
-DEMO_MANIFESTS = (TAUCLUSTER_CRD, KUEUE_OBJECTS, "rbac.yaml")
+NAMESPACES_FILE = "namespaces.yaml"
+KUEUE_OBJECTS = "kueue-objects.yaml"          # the demo's Kueue objects as an administrator applies them
+TAUCLUSTER_FILE = "taucluster-demo.yaml"       # the TauCluster (Manage) that makes the same objects
+RBAC = "rbac.yaml"
 KWOK_UPSTREAM_STAGES = ("node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-delete.yaml")
 DEMO_STAGES = ("node-initialize.yaml", "pod-complete.yaml")     # ours, in manifests/kwok/
 
@@ -38,12 +41,22 @@ def wait_established(kubeconfig: str, *crds: str) -> None:
     kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in crds))
 
 
+def demo_manifests(plain: bool) -> tuple[str, ...]:
+    """The files cluster up applies, in order: the TauCluster CRD, the namespaces, RBAC (the controllers'
+    ServiceAccounts, so the TauCluster controller can start as its own), then the demo's TauCluster, or with
+    `plain` the Kueue objects themselves from the administrator's file."""
+    return (TAUCLUSTER_CRD, NAMESPACES_FILE, RBAC, KUEUE_OBJECTS if plain else TAUCLUSTER_FILE)
+
+
 def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MANIFESTS,
-                         kueue_objects: Callable[[list[dict]], list[dict]] | None = None, marker: bool = True) -> None:
-    """The TauCluster CRD (Established before anything may use it), the demo's Kueue objects and RBAC, and the
-    marker without which the fake autoscaler refuses to run.  kueue_objects: how this cluster changes the demo's
-    Kueue objects (a MultiKueue manager's); marker=False: no autoscaler may run here (the manager makes no nodes)."""
-    for f in DEMO_MANIFESTS:
+                         kueue_objects: Callable[[list[dict]], list[dict]] | None = None, marker: bool = True,
+                         plain: bool = False) -> None:
+    """The TauCluster CRD (Established before anything may use it), the demo's namespaces, RBAC and TauCluster, and
+    the marker without which the fake autoscaler refuses to run.  kueue_objects: the Kueue objects from the plain
+    file, changed so (a MultiKueue manager's: implies `plain`); plain: the Kueue objects from the plain file, no
+    TauCluster; marker=False: no autoscaler may run here (the manager makes no nodes)."""
+    plain = plain or kueue_objects is not None
+    for f in demo_manifests(plain):
         p = manifests_dir / f
         if not p.exists():
             continue

@@ -16,11 +16,11 @@ from typing import Callable
 import yaml
 
 from k8s.client import Kube
-from k8s.keys import KUEUE_NAMESPACE
+from k8s.keys import DEMO_TAUCLUSTER, KUEUE_NAMESPACE
 from k8s.manifests import load_manifest
 from ..toolchain import versions
 from ..toolchain.components import KUEUE_MANIFESTS, KWOK_MANIFESTS, bin_path, share_path
-from . import install, kueue_manifests
+from . import install, kueue_manifests, setup
 from .backend import UpOptions, docker_answers
 from .state import ClusterError, State, remove_state
 from .tools import apply_docs, kubectl, run_tool
@@ -112,7 +112,12 @@ class KindBackend:
         kubectl(kc, "-n", KUEUE_NAMESPACE, "rollout", "status", "deploy/kueue-controller-manager", "--timeout=5m")
         apply_docs(kc, load_manifest(share_path(KWOK_MANIFESTS, "kwok-in-cluster.yaml")), "kwok")
         apply_docs(kc, install.kwok_stage_docs(), "kwok stages")
+        if options.bare:
+            return st
         install.install_demo_objects(kc, "kind")
+        st.setup = DEMO_TAUCLUSTER
+        st.save()
+        setup.set_up(st)
         install.wait_kueue_objects(k)
         return st
 
@@ -120,15 +125,18 @@ class KindBackend:
         st = State.load(name)
         if st is None:
             return False
+        setup.stop_controller(st)
         if bin_path("kind").exists():
             _kind("delete", "cluster", "--name", name, check=False)
         remove_state(name)
         return True
 
     def status(self, name: str) -> list[tuple[str, bool, str]]:
-        if State.load(name) is None:
+        st = State.load(name)
+        if st is None:
             return [("cluster", False, f"no cluster {name}")]
-        return [("kind", name in _kind("get", "clusters", check=False).stdout.split(), f"kind cluster {name}")]
+        rows = [("kind", name in _kind("get", "clusters", check=False).stdout.split(), f"kind cluster {name}")]
+        return rows + ([setup.controller_row(st)] if st.setup else [])
 
     def restart(self, name: str, component: str, while_down: Callable[[], None] | None = None) -> None:
         st = State.load(name)

@@ -20,11 +20,11 @@ import yaml
 
 from k8s import poll
 from k8s.client import Kube
-from k8s.keys import APP_NAME_LABEL, KUEUE_NAMESPACE
+from k8s.keys import APP_NAME_LABEL, DEMO_TAUCLUSTER, KUEUE_NAMESPACE
 from k8s.resources import KWOKCTL_CONFIGURATION
 from ..toolchain import versions
 from ..toolchain.components import KUEUE_MANIFESTS, bin_path, path_dirs, share_path
-from . import install, kueue_manifests, procs
+from . import install, kueue_manifests, procs, setup
 from .backend import UpOptions
 from .state import ClusterError, State, remove_state
 from .tools import apply_docs, kubectl, run_tool
@@ -215,6 +215,9 @@ def _up(name: str, options: UpOptions, role: str = "", demo_objects: bool = True
         _say(f"Kueue ready; {len(plan.dropped_webhooks)} webhooks for unused frameworks left out")
     if demo_objects:
         install.install_demo_objects(st.kubeconfig, "kwok")
+        st.setup = DEMO_TAUCLUSTER
+        st.save()
+        setup.set_up(st, say=_say)
         install.wait_kueue_objects(k)
     return st
 
@@ -255,6 +258,8 @@ def _status(name: str) -> list[tuple[str, bool, str]]:
     pid = procs.read_pid(kueue_pidfile(st))
     rows.append(("kueue", kueue_ready(st), f"pid {pid}, /readyz on 127.0.0.1:{st.ports.get('kueue_health')}"
                  if pid else f"not running (log {kueue_log(st)})"))
+    if st.setup:
+        rows.append(setup.controller_row(st))
     return rows
 
 
@@ -305,7 +310,7 @@ class KwokBackend:
 
     def up(self, name: str, options: UpOptions) -> State:
         self.check(name, options)
-        return _up(name, options)
+        return _up(name, options, demo_objects=not options.bare)
 
     def down(self, name: str) -> bool:
         return _down(name)

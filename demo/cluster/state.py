@@ -27,6 +27,10 @@ class State:
     ports: dict[str, int] = field(default_factory=dict)
     role: str = ""                   # "" (a plain demo cluster), or MultiKueue's "manager" / "worker" (multikueue.py)
     workers: list[str] = field(default_factory=list)     # a manager's: its workers' cluster names
+    setup: str = ""                  # the TauCluster whose controller runs for this cluster ("": none runs)
+    attached: bool = False           # a cluster `cluster attach` took on: never created nor deleted by the harness
+    mode: str = ""                   # an attached cluster's TauCluster mode (Adopt or External)
+    wrote: list[str] = field(default_factory=list)       # what attaching created (attach.MADE_*): down removes it
 
     @property
     def dir(self) -> Path:

@@ -10,11 +10,11 @@ from k8s import provreq as provreqs_
 from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import ApiError, NotFound
-from k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, POOL_TABLE, REAL_CA_LEASE
+from k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, POOL_TABLE, REAL_CA_LEASE, TAUCLUSTER_LEASE
 from k8s.objects import labels, meta
 from k8s.objects import uid as uid_of
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
-                             PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD)
+                             PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD)
 from .preflight import PreflightInputs, gpu_flavors
 
 
@@ -72,17 +72,29 @@ def job_exists(k: Kube, namespace: str, name: str) -> bool:
     return k.get_or_none(JOB, name, namespace) is not None
 
 
+def lease_alive(k: Kube, lease: str) -> bool | None:
+    """Is a controller's heartbeat Lease fresh?  None when it cannot be read (forbidden)."""
+    try:
+        return heartbeat.alive(k, lease)
+    except NotFound:
+        return False
+    except ApiError:
+        return None
+
+
 def autoscalers_alive(k: Kube) -> dict[str, bool | None]:
     """Is the fake's / the real autoscaler's heartbeat Lease fresh?  None when it cannot be read (forbidden)."""
-    out: dict[str, bool | None] = {}
-    for lease in (FAKE_CA_LEASE, REAL_CA_LEASE):
-        try:
-            out[lease] = heartbeat.alive(k, lease)
-        except NotFound:
-            out[lease] = False
-        except ApiError:
-            out[lease] = None
-    return out
+    return {lease: lease_alive(k, lease) for lease in (FAKE_CA_LEASE, REAL_CA_LEASE)}
+
+
+def tauclusters(k: Kube) -> tuple[list[dict], str]:
+    """Every TauCluster, and "" ; or [] and why they cannot be read (the CRD is not installed, or forbidden)."""
+    try:
+        return k.list(TAUCLUSTER)[0], ""
+    except NotFound:
+        return [], f"the TauCluster CRD ({TAUCLUSTER.plural}.{TAUCLUSTER.group}) is not installed here"
+    except ApiError as e:
+        return [], f"the TauClusters cannot be read ({e})"
 
 
 def preflight_inputs(k: Kube, profile: str, namespace: str) -> PreflightInputs:
@@ -96,4 +108,6 @@ def preflight_inputs(k: Kube, profile: str, namespace: str) -> PreflightInputs:
     cm = k.get_or_none(CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
     flavors = gpu_flavors(cq)
     flavor = k.get_or_none(RESOURCE_FLAVOR, flavors[0]) if flavors else None
-    return PreflightInputs(lq, cq, acs, prcs, cm, autoscalers_alive(k), flavor=flavor)
+    tcs, unread = tauclusters(k)
+    return PreflightInputs(lq, cq, acs, prcs, cm, autoscalers_alive(k), flavor=flavor, tauclusters=tcs,
+                           tauclusters_unread=unread, setup_alive=lease_alive(k, TAUCLUSTER_LEASE) if tcs else False)

@@ -1,5 +1,10 @@
 """Layer 1 of the bounded wait: submit-time checks, as pure functions over cluster objects.
 
+0. Who says whether the profile is ready: the TauCluster that sets it up (k8s/taucluster.py), whose status says
+   ProvisioningReady per profile with a reason; its word is taken while it is current (its controller's
+   heartbeat is fresh and the condition was written for the TauCluster's present spec).  Otherwise, or when no
+   TauCluster sets the profile up (a MultiKueue manager, a cluster without the CRD), check 1 is made on the
+   objects themselves, and a line says why.
 1. The profile (a LocalQueue) is ProvisioningReady: its ClusterQueue has an Active
    AdmissionCheck with controller kueue.x-k8s.io/provisioning-request whose
    ProvisioningRequestConfig exists with a non-empty class.  On a MultiKueue manager
@@ -30,6 +35,8 @@ from fake_ca.request import gang_request
 
 from k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, MULTIKUEUE_CONTROLLER, POOL_TABLE,
                       PROVISIONING_CONTROLLER, REAL_CA_LEASE, SYSTEM_NAMESPACE)
+from demo.taucluster.profile import BadProfile, parse_profile
+from k8s import taucluster as tauclusters_
 from k8s.objects import condition
 from k8s.paths import shown
 from . import kueue_names
@@ -178,7 +185,7 @@ def check_namespace(namespace: str, exists: bool | None) -> Result | None:
     return None
 
 
-# Which pool table to plan against.  The table in kube-system/tau-demo-node-pools is what the autoscaler
+# Which pool table to plan against.  The table in tau-demo-system/tau-demo-node-pools is what the autoscaler
 # that published it will do; once no autoscaler runs it is only what the last one did (a benchmark's
 # 200-node pool, say), while the next `tau-demo fake-ca` or `tau-demo real-ca` publishes the pools file
 # again.  A Job submitted now waits in its queue until an autoscaler starts, so the pools file is the
@@ -231,6 +238,45 @@ class PreflightInputs:
     autoscalers: dict[str, bool | None]   # heartbeat Lease -> fresh?  (None: could not be read)
     namespace_exists: bool | None = True
     flavor: dict | None = None        # the ClusterQueue's first GPU ResourceFlavor (gpu_flavors), if it exists
+    tauclusters: list[dict] = field(default_factory=list)     # every TauCluster
+    tauclusters_unread: str = ""      # why they could not be read ("" when they were), e.g. no TauCluster CRD
+    setup_alive: bool | None = False  # the TauCluster controller's heartbeat Lease is fresh (None: unreadable)
+
+
+@dataclass
+class Setup:
+    """What check_setup found: the profile's readiness (Result), and for a status taken at its word, the flavor
+    (labels and tolerations) the profile's ResourceFlavor holds, so the gang is planned on that."""
+    result: Result
+    flavor: dict | None = None
+
+
+def check_setup(profile: str, namespace: str, inputs: PreflightInputs) -> Setup:
+    """ProvisioningReady as the TauCluster that sets the profile up reports it, when that report is current;
+    check_profile on the objects otherwise, with a line saying why."""
+    tc = tauclusters_.claimant(inputs.tauclusters, profile, namespace)
+    reading = tauclusters_.reading(tc, profile, inputs.setup_alive) if tc is not None else None
+    if reading is None or reading.stale:
+        if reading is not None:
+            why = f"not taking TauCluster {reading.taucluster}'s status at its word: {reading.stale}"
+        else:
+            why = inputs.tauclusters_unread or f"no TauCluster sets profile {profile} up in namespace {namespace}"
+        res = check_profile(profile, inputs.local_queue, inputs.cluster_queue, inputs.admission_checks,
+                            inputs.prov_configs)
+        res.lines = [f"preflight: {why}; checking the profile's Kueue objects directly", *res.lines]
+        return Setup(res, inputs.flavor)
+    said = f"TauCluster {reading.taucluster} ({reading.mode} mode)"
+    if not reading.ready:
+        return Setup(Result(1, [f"preflight: profile {profile} ProvisioningReady=False ({reading.reason}): "
+                                f"{reading.message} ({said})"]))
+    try:
+        wanted = parse_profile(tauclusters_.profile_spec(tc, profile))
+    except BadProfile as e:
+        return Setup(Result(1, [f"preflight: profile {profile}: TauCluster {reading.taucluster} says it is ready, but "
+                                f"its spec cannot be read: {e}"]))
+    return Setup(Result(0, [f"preflight: profile {profile} ProvisioningReady=True, as {said} reports it"],
+                        flavor={"names": [wanted.flavor]}, attempts={wanted.check: wanted.retry.backoff_limit_count + 1}),
+                 {"spec": {"nodeLabels": dict(wanted.node_labels), "tolerations": [dict(t) for t in wanted.tolerations]}})
 
 
 def decide(inputs: PreflightInputs, profile: str, gang: Gang, namespace: str, pools_file: Path,
@@ -242,8 +288,8 @@ def decide(inputs: PreflightInputs, profile: str, gang: Gang, namespace: str, po
     ns = check_namespace(namespace, inputs.namespace_exists)
     if ns is not None:
         return ns
-    res = check_profile(profile, inputs.local_queue, inputs.cluster_queue, inputs.admission_checks,
-                        inputs.prov_configs)
+    setup = check_setup(profile, namespace, inputs)
+    res = setup.result
     if res.code:
         return Result(res.code, res.lines)
     lines = list(res.lines) + (check_request_names(job_name, res.attempts) if job_name else [])
@@ -262,5 +308,5 @@ def decide(inputs: PreflightInputs, profile: str, gang: Gang, namespace: str, po
     except PoolsError as e:
         what = "the published pool table" if table is not None else "the pools file"
         return Result(1, lines + [f"preflight: {what} is malformed: {e}"])
-    gres = check_gang(gang, pools, inputs.flavor)
+    gres = check_gang(gang, pools, setup.flavor)
     return Result(gres.code, lines + gres.lines)

@@ -129,7 +129,8 @@ class RealCA:
         # even where the CA was never built
         if self.k.get_or_none(CONFIG_MAP, MARKER[1], MARKER[0]) is None:
             raise RealCAError(f"ConfigMap {MARKER[0]}/{MARKER[1]} is missing: not a cluster made by "
-                              "`tau-demo cluster up`; the real CA would create nodes here")
+                              "`tau-demo cluster up` nor attached with `tau-demo cluster attach --autoscaler fake`; the real CA would "
+                              "create nodes here")
         if not self.binary.is_file():
             raise RealCAError(f"{self.binary} is missing: run `tau-demo toolchain ensure --with-real-ca`")
         why = exclusion.fake_running(self.k)

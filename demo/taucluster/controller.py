@@ -106,7 +106,7 @@ class TauClusterController:
         res = KINDS[w.obj["kind"]]
         md = w.obj["metadata"]
         ns = md.get("namespace")
-        log.info("taucluster %s: %s %s: %s", name, w.verb, P.key(w.obj), w.why)
+        log.info("taucluster %s: %s %s: %s", name, w.verb, P.describe(w.obj), w.why)
         try:
             if w.verb == "create":
                 self._keep(res, self.k.create(res, w.obj, ns))
@@ -120,7 +120,7 @@ class TauClusterController:
                 self.k.delete(res, md["name"], ns, uid=md.get("uid"), resource_version=md.get("resourceVersion"))
             return True
         except (Conflict, NotFound) as e:
-            log.info("taucluster %s: %s %s refused (%s); looking again", name, w.verb, P.key(w.obj), e)
+            log.info("taucluster %s: %s %s refused (%s); looking again", name, w.verb, P.describe(w.obj), e)
             return False
 
     def _keep(self, res, obj: Obj) -> None:

@@ -66,7 +66,7 @@ def key(obj: Obj) -> Key:
     return str(obj.get("kind")), str(meta(obj).get("namespace") or ""), str(meta(obj).get("name"))
 
 
-def _what(obj: Obj) -> str:
+def describe(obj: Obj) -> str:
     kind, ns, name = key(obj)
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
@@ -99,7 +99,7 @@ def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Ke
     problems: dict[str, list[str]] = {}
     for want in objects(profile, taucluster):
         have = found.get(key(want))
-        what = _what(want)
+        what = describe(want)
         if have is None:
             if mode == MODE_MANAGE:
                 actions.append(SetupWrite("create", want, f"{what} does not exist"))
@@ -147,7 +147,7 @@ def _readiness(profile: Profile, found: Mapping[Key, Obj], problems: dict[str, l
         active = condition(obj, ACTIVE) or {}
         if active.get("status") != "True":
             said = active.get("message") or "no Active condition yet"
-            return Ready(False, reason, f"{_what(obj)} is not Active: {said}")
+            return Ready(False, reason, f"{describe(obj)} is not Active: {said}")
     return Ready(True, READY, f"profile {profile.name}: ClusterQueue {profile.cluster_queue} and AdmissionCheck "
                               f"{profile.check} Active")
 
@@ -173,9 +173,9 @@ def release_all(mode: str, taucluster: str, found: list[Obj]) -> list[SetupWrite
         if deleting(obj):
             continue                  # already going (Kueue lets an object in use go once nothing uses it)
         if adopted(obj) or mode != MODE_MANAGE:
-            out.append(_let_go(obj, f"{_what(obj)}: given back as it is (TauCluster {taucluster} is deleted)"))
+            out.append(_let_go(obj, f"{describe(obj)}: given back as it is (TauCluster {taucluster} is deleted)"))
         else:
-            out.append(SetupWrite("delete", obj, f"{_what(obj)}: made by TauCluster {taucluster}, which is deleted"))
+            out.append(SetupWrite("delete", obj, f"{describe(obj)}: made by TauCluster {taucluster}, which is deleted"))
     return out
 
 
@@ -203,7 +203,7 @@ def stale(taucluster: str, wanted: list[Obj], found: list[Obj]) -> list[SetupWri
     for obj in found:
         if owner(obj) != taucluster or key(obj) in keep:
             continue
-        why = f"{_what(obj)} (profile {labels(obj).get(TAUCLUSTER_PROFILE_LABEL)}) is no longer wanted by TauCluster " \
+        why = f"{describe(obj)} (profile {labels(obj).get(TAUCLUSTER_PROFILE_LABEL)}) is no longer wanted by TauCluster " \
               f"{taucluster}"
         out.append(_let_go(obj, why + ": given back") if adopted(obj) else SetupWrite("delete", obj, why))
     return out

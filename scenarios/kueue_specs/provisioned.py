@@ -17,8 +17,9 @@ Spec 9, "Should delete the ProvisioningRequest when workload is Finished" (provi
 finishes the Workload by hand; here the Job runs on the provisioned node and completes.
 
 Spec 10, "Should ignore the change if Workload is Admitted and the ProvisioningRequest's condition is set to
-BookingExpired" (provisioning_test.go:581): the fake ends the booking 3s after provisioning
-(fakeCABookingSeconds=3), while the Job runs.  The real autoscaler books for 10 minutes, hardcoded.
+BookingExpired" (provisioning_test.go:581): the fake ends the booking while the Job runs: once its pods consume it
+(BookingExpired, CapacityBookingConsumed, as the real CA does), or 3s after provisioning should they not be scheduled
+by then (fakeCABookingSeconds=3).  The real autoscaler books for 10 minutes, hardcoded, so it cannot drive it.
 
 Spec 12, "Should let a running workload to continue after the provisioning request deleted"
 (provisioning_test.go:722): upstream deletes the request by hand, and so does the scenario (a deletion is no
@@ -67,8 +68,8 @@ SPEC_9 = Spec(9, 533, "Should delete the ProvisioningRequest when workload is Fi
 SPEC_10 = Spec(10, 581, "Should ignore the change if Workload is Admitted and the ProvisioningRequest's condition is "
                         "set to BookingExpired",
                "keep an admitted Workload admitted and its check Ready when the booking expires",
-               "a booking of 3s (fakeCABookingSeconds=3) for a Job of 60s that runs on the booked capacity: the fake "
-               "ends it")
+               "a Job of 60s that runs on the booked capacity: the fake ends the booking once the pods consume it, or "
+               "3s after provisioning should they not be scheduled by then (fakeCABookingSeconds=3)")
 SPEC_12 = Spec(12, 722, "Should let a running workload to continue after the provisioning request deleted",
                "keep the check Ready and the Workload admitted and running after its request is deleted, and make "
                "no new one",

@@ -266,8 +266,8 @@ def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
     import subprocess
     import sys
     from tests.cluster.conftest import REPO
-    marker = k.get(R.CONFIG_MAP, "tau-demo-cluster", "kube-system")
-    k.delete(R.CONFIG_MAP, "tau-demo-cluster", "kube-system")
+    marker = k.get(R.CONFIG_MAP, "tau-demo-cluster", "tau-demo-system")
+    k.delete(R.CONFIG_MAP, "tau-demo-cluster", "tau-demo-system")
     try:
         r = subprocess.run([sys.executable, "-m", "cli", "fake-ca", "--kubeconfig", kubeconfig], cwd=REPO,
                            capture_output=True, text=True, timeout=60)

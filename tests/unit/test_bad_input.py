@@ -390,7 +390,7 @@ def test_a_table_left_by_an_autoscaler_that_stopped_is_not_trusted():
     assert s.use == PoolsFrom.FILE
     assert s.lines == [
         "preflight: no autoscaler is running (heartbeat Leases tau-demo-system/fake-ca and tau-demo-system/real-ca "
-        "missing or stale): not trusting the pool table in kube-system/tau-demo-node-pools (what the last one "
+        "missing or stale): not trusting the pool table in tau-demo-system/tau-demo-node-pools (what the last one "
         f"published) and checking against {DEMO_FILE}, the pools `tau-demo fake-ca` and `tau-demo real-ca` "
         "publish by default; the job waits in its queue until one runs"]
 
@@ -409,15 +409,15 @@ def test_no_autoscaler_and_no_table_reads_the_pools_file():
 def test_a_running_autoscaler_without_a_table_is_not_ready():
     s = pool_source(None, {FAKE_CA_LEASE: True, REAL_CA_LEASE: False}, DEMO_FILE)
     assert s == PoolSource(PoolsFrom.MISSING, ["preflight: the running autoscaler has not published its pool table "
-                                     "(kube-system/tau-demo-node-pools) yet; try again in a few seconds"])
+                                     "(tau-demo-system/tau-demo-node-pools) yet; try again in a few seconds"])
 
 
 def test_unreadable_leases_trust_the_table_and_say_so():
     s = pool_source(BENCH_TABLE, {FAKE_CA_LEASE: None, REAL_CA_LEASE: False}, DEMO_FILE)
     assert s == PoolSource(PoolsFrom.TABLE, [f"preflight: note: cannot read the autoscalers' heartbeat Leases ({LEASES}); "
-                                   "trusting the published pool table kube-system/tau-demo-node-pools"])
+                                   "trusting the published pool table tau-demo-system/tau-demo-node-pools"])
     assert pool_source(None, {FAKE_CA_LEASE: None, REAL_CA_LEASE: None}, DEMO_FILE) == PoolSource(PoolsFrom.MISSING, [
-        "preflight: no pool table published (kube-system/tau-demo-node-pools) and the autoscalers' heartbeat "
+        "preflight: no pool table published (tau-demo-system/tau-demo-node-pools) and the autoscalers' heartbeat "
         f"Leases ({LEASES}) cannot be read; start one with `tau-demo fake-ca`"])
 
 
@@ -435,9 +435,9 @@ def test_after_a_benchmark_preflight_plans_against_the_demo_pools():
     """The issue: bench/provreq_latency.py left its 200-node benchpool table; no autoscaler runs."""
     r = decide(inputs(BENCH_TABLE, NO_AUTOSCALER), PROFILE, Gang(2, 8), "demo", POOLS_PATH)
     assert r.code == 0, r.lines
-    assert "not trusting the pool table in kube-system/tau-demo-node-pools" in r.lines[1]
-    assert DEMO_FILE in r.lines[1]
-    assert r.lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
+    assert "not trusting the pool table in tau-demo-system/tau-demo-node-pools" in r.lines[2]
+    assert DEMO_FILE in r.lines[2]
+    assert r.lines[3] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
 
 
 def test_while_the_benchmarks_autoscaler_runs_its_table_is_what_counts():

@@ -346,9 +346,11 @@ def counted_claims() -> list[tuple[str, str, int]]:
     walkthrough, upstream = len(catalogue.members("all")), len(catalogue.members("upstream"))
     specs = [s for s in catalogue.scenarios() if s.group == "kueue-specs"]
     real = sum(1 for s in specs if not s.needs_fake)
+    from scenarios.conformance import PROBES
     gate = report.settings()
     equivalents = len(report.read_equivalents(gate.equivalents_file))
     return [
+        ("docs/usage.md", f"the same probes ({len(PROBES)}, `--list`)", len(PROBES)),
         ("README.md", f"the design's story in {WORDS.get(walkthrough, walkthrough)} scenarios", walkthrough),
         ("docs/upstream.md", f"The group `upstream` holds {WORDS.get(upstream, upstream)} scenarios", upstream),
         ("docs/usage.md", f"the group `upstream` after them: {WORDS.get(upstream, upstream)} scenarios", upstream),

@@ -307,7 +307,7 @@ def test_preflight_on_a_manager_is_ready_through_its_multikueue_check_and_plans_
                          "check until its autoscaler has the nodes"]
     out = decide(i, "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE, job_name="x" * 60)
     assert out.code == 0
-    assert out.lines[1] == ("preflight: the workers' autoscalers publish their pool tables on the workers; checking "
+    assert out.lines[2] == ("preflight: the workers' autoscalers publish their pool tables on the workers; checking "
                             "against manifests/node-pools.yaml, which each worker's table copies")
     assert "fits" in out.lines[-1] and not any("WARNING" in line for line in out.lines)
     assert decide(i, "gpu-a100-8", Gang(3, 8), "demo", POOLS_FILE).code == 2

@@ -176,7 +176,7 @@ def test_configmap_round_trip():
     pools += parse_pools(d, SRC)
     cm = pools_to_configmap(pools)
     assert cm["kind"] == "ConfigMap" and cm["apiVersion"] == "v1"
-    assert cm["metadata"] == {"name": "tau-demo-node-pools", "namespace": "kube-system"}
+    assert cm["metadata"] == {"name": "tau-demo-node-pools", "namespace": "tau-demo-system"}
     # the payload is itself a valid pools file
     assert parse_pools(yaml.safe_load(cm["data"]["pools.yaml"]), "x") == pools
     assert pools_from_configmap(cm) == pools
@@ -184,11 +184,11 @@ def test_configmap_round_trip():
 
 
 def test_configmap_errors_name_the_configmap():
-    with pytest.raises(PoolsError, match=r"configmap kube-system/tau-demo-node-pools: data.pools.yaml: is missing"):
-        pools_from_configmap({"metadata": {"name": "tau-demo-node-pools", "namespace": "kube-system"}, "data": {}})
+    with pytest.raises(PoolsError, match=r"configmap tau-demo-system/tau-demo-node-pools: data.pools.yaml: is missing"):
+        pools_from_configmap({"metadata": {"name": "tau-demo-node-pools", "namespace": "tau-demo-system"}, "data": {}})
     cm = pools_to_configmap(load_pools(POOLS_FILE))
     cm["data"]["pools.yaml"] = cm["data"]["pools.yaml"].replace("maxNodes: 2\n  namePrefix", "maxNodes: -5\n  namePrefix")
-    with pytest.raises(PoolsError, match=r"^configmap kube-system/tau-demo-node-pools data.pools.yaml: pools\[0\].maxNodes"):
+    with pytest.raises(PoolsError, match=r"^configmap tau-demo-system/tau-demo-node-pools data.pools.yaml: pools\[0\].maxNodes"):
         pools_from_configmap(cm)
 
 

@@ -220,21 +220,25 @@ def inputs(**changes) -> PreflightInputs:
     return dataclasses.replace(base, **changes)
 
 
+NO_TAUCLUSTER = ("preflight: no TauCluster sets profile gpu-a100-8 up in namespace demo; checking the profile's Kueue "
+                 "objects directly")
+
+
 def test_decide_says_each_check_that_passed():
     r = decide(inputs(), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
-    assert (r.code, r.lines) == (0, ["preflight: profile gpu-a100-8 ProvisioningReady=True",
+    assert (r.code, r.lines) == (0, [NO_TAUCLUSTER, "preflight: profile gpu-a100-8 ProvisioningReady=True",
                                      "preflight: gang needs 2 node(s) of gpupool (max 2): fits"])
 
 
 def test_decide_stops_at_a_profile_that_is_not_ready():
     r = decide(inputs(local_queue=None), "gpu-a100-8", Gang(3, 8), "demo", POOLS_FILE, job_name="job-x")
-    assert (r.code, r.lines) == (1, ["preflight: unknown profile 'gpu-a100-8': no LocalQueue of that name in the "
-                                     "namespace"])
+    assert (r.code, r.lines) == (1, [NO_TAUCLUSTER, "preflight: unknown profile 'gpu-a100-8': no LocalQueue of that "
+                                     "name in the namespace"])
 
 
 def test_decide_with_an_autoscaler_that_has_not_published_its_table_yet():
     r = decide(inputs(pool_table=None), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
-    assert r.code == 1 and len(r.lines) == 2
+    assert r.code == 1 and len(r.lines) == 3
     assert r.lines[-1].startswith("preflight: the running autoscaler has not published its pool table")
 
 
@@ -257,21 +261,21 @@ def test_decide_warns_of_a_job_name_kueue_would_lose_and_still_plans():
     check = LONG["check"]
     r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
                job_name=LONG["looping"]["job"])
-    assert r.code == 0 and len(r.lines) == 3
-    assert r.lines[1].startswith("preflight: WARNING: Kueue v0.19.2 cannot find its own ProvisioningRequest")
-    assert r.lines[2] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
+    assert r.code == 0 and len(r.lines) == 4
+    assert r.lines[2].startswith("preflight: WARNING: Kueue v0.19.2 cannot find its own ProvisioningRequest")
+    assert r.lines[3] == "preflight: gang needs 2 node(s) of gpupool (max 2): fits"
     r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE,
                job_name=LONG["control"]["job"])
-    assert r.code == 0 and len(r.lines) == 2
+    assert r.code == 0 and len(r.lines) == 3
 
 
 def test_decide_without_the_jobs_name_warns_of_nothing():
     """Without --name there is no request name to check, even with a check name long enough to loop for any Job."""
     check = "c" * kueue_names.shortest_looping_check("x")
     r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE)
-    assert (r.code, len(r.lines)) == (0, 2)
+    assert (r.code, len(r.lines)) == (0, 3)
     r = decide(inputs(**checked_by(check)), "gpu-a100-8", Gang(2, 8), "demo", POOLS_FILE, job_name="x")
-    assert (r.code, len(r.lines)) == (0, 3) and "WARNING" in r.lines[1]
+    assert (r.code, len(r.lines)) == (0, 4) and "WARNING" in r.lines[2]
 
 
 def test_the_gpu_flavors_are_those_of_the_resource_groups_covering_gpus():

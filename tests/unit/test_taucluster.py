@@ -52,9 +52,15 @@ def cluster(objs: list[dict], ready: bool = True) -> dict:
 
 # ---------------------------------------------------------------------------------------------- the profile
 
-def test_the_demo_profile_is_exactly_the_objects_cluster_up_applies_today():
-    applied = [d for d in load_manifest(MANIFESTS / "kueue-objects.yaml") if d["kind"] != "Namespace"]
-    made = objects(demo(), TC)
+def test_the_demo_taucluster_makes_exactly_the_objects_an_administrator_applies_from_the_plain_file():
+    """cluster up's TauCluster (manifests/taucluster-demo.yaml) and the administrator's file (kueue-objects.yaml, what
+    Adopt and External find on an attached cluster) are one setup: the same objects, field for field."""
+    applied = load_manifest(MANIFESTS / "kueue-objects.yaml")
+    [tc] = load_manifest(MANIFESTS / "taucluster-demo.yaml")
+    assert (tc["kind"], tc["metadata"]["name"], tc["spec"]["mode"]) == ("TauCluster", TC, MODE_MANAGE)
+    [profile] = parse_all(tc["spec"]["profiles"])
+    assert profile == demo()
+    made = objects(profile, TC)
     assert [strip(o) for o in made] == applied
     assert all(o["metadata"]["labels"] == {TAUCLUSTER_LABEL: TC, TAUCLUSTER_PROFILE_LABEL: PROFILE} for o in made)
 
