@@ -234,7 +234,7 @@ def test_adopt_reports_an_incompatible_object_with_its_fields_and_leaves_it_and_
 def test_external_writes_nothing_and_says_what_is_wrong():
     p = demo()
     assert P.plan_profile(MODE_EXTERNAL, TC, p, {}) == P.ProfilePlan(PROFILE, (), P.Ready(
-        False, P.MISSING, "; ".join(f"{P._what(o)} does not exist" for o in objects(p, TC))))
+        False, P.MISSING, "; ".join(f"{P.describe(o)} does not exist" for o in objects(p, TC))))
     admin = [strip(o) for o in objects(p, TC)]
     assert P.plan_profile(MODE_EXTERNAL, TC, p, cluster(admin)).ready.status is True
     wrong_class = copy.deepcopy(admin)
