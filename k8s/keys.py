@@ -127,7 +127,8 @@ UPSTREAM_PREFIX = "upstream-"                                        # every Kue
 # Kueue's own provisioning specs (scenarios/kueue_specs/): their namespace, and the prefix of their Kueue objects
 SPECS_NAMESPACE = "kueue-specs"
 SPEC_PREFIX = "kueue-spec-"
-SCENARIO_PREFIXES = (UPSTREAM_PREFIX, SPEC_PREFIX)                   # ctx.leftovers() looks for both
+TAUCLUSTER_SCENARIO_PREFIX = "tc-"                                   # the taucluster group's TauClusters and profiles
+SCENARIO_PREFIXES = (UPSTREAM_PREFIX, SPEC_PREFIX, TAUCLUSTER_SCENARIO_PREFIX)     # ctx.leftovers() looks for these
 EXTERNAL_CHECK_CONTROLLER = "tau-demo.io/external-check"             # controllerName of a scenario's own check
 EXTERNAL_CHECK_FIELD_MANAGER = "tau-demo-external-check"             # what that controller applies
 

@@ -22,6 +22,8 @@ GROUPS = (   # in order; the walkthrough groups make up "all"
     Group("upstream", "known Kueue v0.19.2 and Cluster Autoscaler 1.36.1 defects, reproduced or not",
           walkthrough=False),
     Group("kueue-specs", "Kueue v0.19.2's own provisioning specs, driven end to end by an autoscaler", walkthrough=False),
+    Group("taucluster", "the design's once-per-cluster setup: a TauCluster in Manage, Adopt and External mode",
+          walkthrough=False),
     Group("multikueue", "a MultiKueue manager dispatches to two capacity-aware workers (`cluster up --multikueue`)",
           walkthrough=False, multikueue=True),
 )

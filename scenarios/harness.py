@@ -19,10 +19,12 @@ from k8s import node as nodes_
 from k8s import poll
 from k8s import workload as workloads
 from k8s.client import Kube
-from k8s.keys import DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, SCENARIO_PREFIXES, SPECS_NAMESPACE
+from k8s.errors import NotFound
+from k8s.keys import (DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, SCENARIO_PREFIXES, SPECS_NAMESPACE,
+                      TAUCLUSTER_SCENARIO_PREFIX)
 from k8s.paths import RUNS
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, PROVREQ, PROVREQ_CONFIG,
-                           RESOURCE_FLAVOR, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
+                           RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
 from demo.timeline.log import EventLog
 
 NS = DEMO_NAMESPACE
@@ -152,9 +154,14 @@ class Context:
         scoped = [(LOCAL_QUEUE, ns) for ns in NAMESPACES] + [
             (res, None) for res in (CLUSTER_QUEUE, ADMISSION_CHECK, RESOURCE_FLAVOR, PROVREQ_CONFIG,
                                     WORKLOAD_PRIORITY_CLASS)]
-        for res, ns in scoped:            # the upstream scenarios' and the Kueue specs' own objects
+        for res, ns in scoped:            # the upstream scenarios', the Kueue specs' and the taucluster group's objects
             out += [f"{res.kind} {i['metadata']['name'][:60]}" for i in self.k.list(res, ns)[0]
                     if i["metadata"]["name"].startswith(SCENARIO_PREFIXES)]
+        try:
+            out += [f"TauCluster {i['metadata']['name']}" for i in self.k.list(TAUCLUSTER)[0]
+                    if i["metadata"]["name"].startswith(TAUCLUSTER_SCENARIO_PREFIX)]
+        except NotFound:              # a cluster without the TauCluster CRD (a MultiKueue manager's) has none
+            pass
         return out
 
     def event_log(self, label: str) -> tuple[EventLog, Path]:

@@ -21,6 +21,7 @@ import yaml
 from k8s import poll
 from k8s.client import Kube
 from k8s.keys import APP_NAME_LABEL, DEMO_TAUCLUSTER, KUEUE_NAMESPACE
+from k8s.paths import MANIFESTS
 from k8s.resources import KWOKCTL_CONFIGURATION
 from ..toolchain import versions
 from ..toolchain.components import KUEUE_MANIFESTS, bin_path, path_dirs, share_path
@@ -28,6 +29,8 @@ from . import install, kueue_manifests, procs, setup
 from .backend import UpOptions
 from .state import ClusterError, State, remove_state
 from .tools import apply_docs, kubectl, run_tool
+
+AUDIT_POLICY = MANIFESTS / "kwok" / "audit-policy.yaml"
 
 # Kueue v0.19.2 hard-codes these paths when internal cert management is off (cmd/kueue/main.go).
 KUEUE_FIXED_CERT_DIRS = (Path("/etc/kueue/metrics/certs"),)
@@ -50,6 +53,11 @@ def kwok_cluster_dir(st: State) -> Path:
     return st.dir / "kwok" / "clusters" / st.name
 
 
+def audit_log(st: State) -> Path:
+    """The apiserver's audit log (what AUDIT_POLICY records), one JSON event per line."""
+    return kwok_cluster_dir(st) / "logs" / "audit.log"
+
+
 def kwokctl_config(apiserver_port: int) -> list[dict]:
     """The KwokctlConfiguration plus every Stage (supplying any Stage drops kwok's defaults)."""
     b = bin_path
@@ -58,6 +66,8 @@ def kwokctl_config(apiserver_port: int) -> list[dict]:
         "kubeApiserverBinary": str(b("kube-apiserver")), "kubeControllerManagerBinary": str(b("kube-controller-manager")),
         "kubeSchedulerBinary": str(b("kube-scheduler")), "kubectlBinary": str(b("kubectl")),
         "kwokControllerBinary": str(b("kwok")), "etcdBinary": str(b("etcd")), "disableQPSLimits": True,
+        # writes to TauClusters and the profiles' Kueue objects, and every write of the TauCluster controller
+        "kubeAuditPolicy": str(AUDIT_POLICY),
     }
     if apiserver_port:
         options["kubeApiserverPort"] = apiserver_port
