@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from demo.taucluster.controller import RESYNC, TauClusterController
-from k8s.errors import Unreachable
+from k8s.errors import ApiError, Unreachable
+from k8s.resources import CRD, TAUCLUSTER
 from .options import CONTEXT_SETTINGS, duration, kube_options, run_controller
 
 
@@ -28,6 +29,13 @@ def taucluster_cmd(kube_client, kubeconfig, resync, workers):
     try:
         k = kube_client.connect()
         k.raw("/version")
+        crd = k.get_or_none(CRD, TAUCLUSTER.crd_name)
     except Unreachable as e:
         raise click.ClickException(f"cannot reach the cluster: {e}")
+    except ApiError as e:
+        raise click.ClickException(f"cannot read the TauCluster CRD {TAUCLUSTER.crd_name}: {e}")
+    if crd is None:
+        raise click.ClickException(f"the TauCluster CRD ({TAUCLUSTER.crd_name}) is not installed in this cluster: `tau-demo cluster "
+                                   "up` installs it on a cluster it builds, `tau-demo cluster attach` on one it does not "
+                                   "(kubectl apply -f manifests/taucluster-crd.yaml does too)")
     run_controller(TauClusterController(k, workers=workers, resync=resync), "TauCluster controller")

@@ -11,7 +11,7 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
 @dataclass(frozen=True)
-class Write:
+class AuditedWrite:
     user: str              # who wrote: the impersonated user where the request impersonated one
     verb: str
     resource: str          # plural, with "/subresource" when there is one (tauclusters/status)
@@ -29,7 +29,7 @@ class Write:
         return f"{self.user} {self.verb} {self.resource} {where} -> {self.code}"
 
 
-def writes(lines: list[str]) -> list[Write]:
+def writes(lines: list[str]) -> list[AuditedWrite]:
     """Every write among the events' lines, in order (ResponseComplete or Panic stage only: one event per request)."""
     out = []
     for line in lines:
@@ -43,7 +43,7 @@ def writes(lines: list[str]) -> list[Write]:
         ref = ev.get("objectRef") or {}
         resource = str(ref.get("resource") or "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         who = (ev.get("impersonatedUser") or ev.get("user") or {}).get("username")
-        out.append(Write(str(who or ""), str(ev["verb"]), resource,
+        out.append(AuditedWrite(str(who or ""), str(ev["verb"]), resource,
                          str(ref.get("namespace") or ""), str(ref.get("name") or ""),
                          int((ev.get("responseStatus") or {}).get("code") or 0), str(ev.get("stageTimestamp") or "")))
     return out

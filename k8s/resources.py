@@ -19,6 +19,11 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def crd_name(self) -> str:
+        """The name of the CustomResourceDefinition that serves it (a custom resource's)."""
+        return f"{self.plural}.{self.group}"
+
     def new(self, name: str, namespace: str | None = None, **fields) -> dict:
         """A new object of this resource: apiVersion, kind, metadata (name, namespace), then `fields`
         (labels=..., annotations=... go into metadata)."""

@@ -38,7 +38,7 @@ from k8s import audit, poll
 from k8s import job as jobs
 from k8s import taucluster as tauclusters_
 from k8s import workload as workloads
-from k8s.keys import (CHECK_CAPACITY, GPU, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, SERVICE_ACCOUNTS,
+from k8s.keys import (CHECK_CAPACITY, GPU, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, QUEUE_LABEL, SERVICE_ACCOUNTS,
                       TAUCLUSTER_ADOPTED_ANNOTATION, TAUCLUSTER_LABEL, TAUCLUSTER_SCENARIO_PREFIX)
 from k8s.manifests import load_manifest
 from k8s.objects import Obj, annotations, labels, meta
@@ -66,11 +66,11 @@ def profile_raw(tag: str) -> Obj:
     return raw
 
 
-def describe(objs: list[Obj]) -> str:
+def describe_all(objs: list[Obj]) -> str:
     return ", ".join(P.describe(o) for o in objs)
 
 
-class Setup:
+class Scene:
     """What a scenario makes (TauClusters, an administrator's Kueue objects, Jobs in their queues), removed at its
     end in that order and waited for; and the audit log's writes since it began, where the cluster keeps one."""
 
@@ -116,7 +116,7 @@ class Setup:
         return self.ctx.wait(said, timeout, f"TauCluster {name}'s profile {profile} to read {reason}")
 
     # ---------------------------------------------------------------- the audit log
-    def writes(self) -> list[audit.Write] | None:
+    def writes(self) -> list[audit.AuditedWrite] | None:
         """Every write the audit log recorded since the scenario began; None where the cluster keeps no log."""
         if self.audit is None:
             return None
@@ -124,7 +124,7 @@ class Setup:
             f.seek(self.audit_from)
             return audit.writes(f.read().decode(errors="replace").splitlines())
 
-    def controller_writes_to(self, objs: list[Obj]) -> list[audit.Write] | None:
+    def controller_writes_to(self, objs: list[Obj]) -> list[audit.AuditedWrite] | None:
         names = {(KINDS[o["kind"]].plural, meta(o).get("namespace") or "", meta(o)["name"]) for o in objs}
         got = self.writes()
         return None if got is None else [w for w in got if w.user == CONTROLLER
@@ -137,8 +137,8 @@ class Setup:
             k.delete(TAUCLUSTER, name)
         queues = {meta(o)["name"] for o in self.admin if o["kind"] == LOCAL_QUEUE.kind}
         for job in k.list(JOB, NS)[0]:
-            if labels(job).get("kueue.x-k8s.io/queue-name", "").startswith(TAUCLUSTER_SCENARIO_PREFIX) or \
-                    labels(job).get("kueue.x-k8s.io/queue-name") in queues:
+            queue = labels(job).get(QUEUE_LABEL, "")
+            if queue.startswith(TAUCLUSTER_SCENARIO_PREFIX) or queue in queues:
                 k.delete(JOB, meta(job)["name"], NS, propagation="Foreground")
         try:
             self.ctx.wait(lambda: not any(k.get_or_none(TAUCLUSTER, n) for n in self.tauclusters), 90,
@@ -159,7 +159,7 @@ def as_set_up(obj: Obj | None) -> tuple:
     return (meta(obj).get("generation"), labels(obj), annotations(obj)) if obj else ()
 
 
-def quota(cq: Obj | None) -> str | None:
+def gpu_quota(cq: Obj | None) -> str | None:
     for rg in (cq or {}).get("spec", {}).get("resourceGroups") or []:
         for f in rg.get("flavors") or []:
             for r in f.get("resources") or []:
@@ -187,7 +187,7 @@ def manage(ctx: Context) -> None:
     raw = profile_raw("manage")
     p = parse_profile(raw)
     tc = f"{TAUCLUSTER_SCENARIO_PREFIX}manage"
-    with Setup(ctx) as s:
+    with Scene(ctx) as s:
         ctx.step(f"kubectl create TauCluster {tc} (Manage) with one profile, {p.name}")
         t0 = time.monotonic()
         s.taucluster(tc, MODE_MANAGE, raw)
@@ -196,7 +196,7 @@ def manage(ctx: Context) -> None:
         live = [s.live(o) for o in made]
         ctx.say(f"  {p.name}: ProvisioningReady=True after {time.monotonic() - t0:.1f}s: {ready.get('message')}")
         ctx.check(all(o is not None and labels(o).get(TAUCLUSTER_LABEL) == tc for o in live),
-                  f"it made the profile's {len(made)} objects, each labelled as its own: {describe(made)}")
+                  f"it made the profile's {len(made)} objects, each labelled as its own: {describe_all(made)}")
         code, lines = run_preflight(ctx.k, p.name, Gang(1, 8), NS)
         for line in lines:
             ctx.say(f"  {line}")
@@ -208,7 +208,7 @@ def manage(ctx: Context) -> None:
         groups[0]["flavors"][0]["resources"][2]["nominalQuota"] = "2"
         edited = ctx.k.patch(CLUSTER_QUEUE, p.cluster_queue, {"spec": {"resourceGroups": groups}})
         t1 = time.monotonic()
-        back = ctx.wait(lambda: (cq := s.live(made[3])) is not None and quota(cq) == str(p.gpu_quota) and cq,
+        back = ctx.wait(lambda: (cq := s.live(made[3])) is not None and gpu_quota(cq) == str(p.gpu_quota) and cq,
                         PUT_BACK_WITHIN, "the quota to be put back")
         took = time.monotonic() - t1
         writers = s.controller_writes_to([made[3]])
@@ -258,7 +258,7 @@ def adopt(ctx: Context) -> None:
     raw, other_raw = profile_raw("adopt"), profile_raw("adopt-other")
     p, other = parse_profile(raw), parse_profile(other_raw)
     tc = f"{TAUCLUSTER_SCENARIO_PREFIX}adopt"
-    with Setup(ctx) as s:
+    with Scene(ctx) as s:
         ctx.step(f"An administrator applies two profiles' objects: {p.name} as the profile wants them, {other.name} "
                  "whose flavor names another node pool")
         mine = s.admin_applies(objects(p, "nobody"))
@@ -287,7 +287,7 @@ def adopt(ctx: Context) -> None:
             ctx.say(f"  {other.name}: ProvisioningReady=False ({refused.get('reason')}): {refused.get('message')}")
             adopted = [s.live(o) for o in mine]
             ctx.check(all(labels(o).get(TAUCLUSTER_LABEL) == tc and annotations(o).get(TAUCLUSTER_ADOPTED_ANNOTATION)
-                          == "true" for o in adopted), f"the compatible objects are adopted: {describe(mine)}")
+                          == "true" for o in adopted), f"the compatible objects are adopted: {describe_all(mine)}")
             ctx.check(refused.get("message") == f"ResourceFlavor {other.flavor}: spec.nodeLabels.agentpool: want "
                                                 "'gpupool', have 'otherpool'",
                       "the incompatible flavor is reported with the field that differs")
@@ -337,7 +337,7 @@ def external(ctx: Context) -> None:
     raw = profile_raw("external")
     p = parse_profile(raw)
     tc = f"{TAUCLUSTER_SCENARIO_PREFIX}external"
-    with Setup(ctx) as s:
+    with Scene(ctx) as s:
         ctx.step(f"An administrator applies profile {p.name}'s objects; kubectl create TauCluster {tc} (External)")
         applied = s.admin_applies(objects(p, "nobody"))
         s.taucluster(tc, MODE_EXTERNAL, raw)
@@ -398,7 +398,7 @@ def mode_switch(ctx: Context) -> None:
     raw = profile_raw("switch")
     p = parse_profile(raw)
     tc = f"{TAUCLUSTER_SCENARIO_PREFIX}switch"
-    with Setup(ctx) as s:
+    with Scene(ctx) as s:
         ctx.step(f"An administrator's objects for {p.name}; TauCluster {tc} in External mode")
         applied = s.admin_applies(objects(p, "nobody"))
         s.taucluster(tc, MODE_EXTERNAL, raw)
@@ -428,7 +428,7 @@ def two_claims(ctx: Context) -> None:
     raw = profile_raw("claimed")
     p = parse_profile(raw)
     first, second = f"{TAUCLUSTER_SCENARIO_PREFIX}first", f"{TAUCLUSTER_SCENARIO_PREFIX}second"
-    with Setup(ctx) as s:
+    with Scene(ctx) as s:
         ctx.step(f"TauCluster {first} (Manage) sets {p.name} up")
         s.taucluster(first, MODE_MANAGE, raw)
         s.wait_reason(first, p.name, P.READY)

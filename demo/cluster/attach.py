@@ -79,7 +79,7 @@ def attach_plan(tc: Obj, have_crd: bool, have_namespace: bool, have_marker: bool
     profiles = [p.get("name") for p in spec(tc).get("profiles") or [] if isinstance(p, dict)]
     will = []
     if not have_crd:
-        will.append(f"create the CustomResourceDefinition {CRD_NAME} (cluster-scoped; removed again by `cluster down`)")
+        will.append(f"create the CustomResourceDefinition {TAUCLUSTER.crd_name} (cluster-scoped; removed again by `cluster down`)")
     if not have_namespace:
         will.append(f"create the namespace {SYSTEM_NAMESPACE} (the controllers' heartbeat Leases; removed again by "
                     "`cluster down`)")
@@ -136,9 +136,6 @@ def minified(doc: Obj, context: str | None, base: Path) -> Obj:
     return KUBECONFIG.doc(clusters=[cl], users=[user], contexts=[ctx], **{"current-context": ctx_name})
 
 
-CRD_NAME = f"{TAUCLUSTER.plural}.{TAUCLUSTER.group}"
-
-
 # ---------------------------------------------------------------------------- I/O
 
 def read_taucluster(path: Path) -> Obj:
@@ -158,8 +155,8 @@ def _exists(k: Kube, res, name: str, namespace: str | None = None) -> bool:
 
 def preconditions(k: Kube) -> None:
     """Kueue and the ProvisioningRequest API must be there already: attach installs neither."""
-    for crd, what in ((f"{CLUSTER_QUEUE.plural}.{CLUSTER_QUEUE.group}", "Kueue v0.19.2"),
-                      (f"{PROVREQ.plural}.{PROVREQ.group}", "the ProvisioningRequest API (autoscaling.x-k8s.io/v1)")):
+    for crd, what in ((CLUSTER_QUEUE.crd_name, "Kueue v0.19.2"),
+                      (PROVREQ.crd_name, "the ProvisioningRequest API (autoscaling.x-k8s.io/v1)")):
         if not _exists(k, CRD, crd):
             raise AttachError(f"{what} is not installed in this cluster (no CRD {crd}): install it first, as its "
                               "administrator (docs/taucluster.md, \"Attach your own cluster\"); attach installs nothing")
@@ -173,7 +170,7 @@ def look(kubeconfig: str, context: str | None, tc_file: Path, mode: str, fake_au
         tc = with_mode(read_taucluster(tc_file), mode)
         preconditions(k)
         have_marker = _exists(k, CONFIG_MAP, MARKER[1], MARKER[0])
-        p = attach_plan(tc, _exists(k, CRD, CRD_NAME), _exists(k, NAMESPACE, SYSTEM_NAMESPACE), have_marker, fake_autoscaler)
+        p = attach_plan(tc, _exists(k, CRD, TAUCLUSTER.crd_name), _exists(k, NAMESPACE, SYSTEM_NAMESPACE), have_marker, fake_autoscaler)
     except (Unreachable, ApiError) as e:
         raise AttachError(f"the cluster does not answer as it should: {e}") from e
     return k, tc, p
@@ -215,13 +212,13 @@ def _write(k: Kube, st: State, tc: Obj, fake_autoscaler: bool, say: Callable[[st
         if what not in st.wrote:
             st.wrote.append(what)
             st.save()
-    if not _exists(k, CRD, CRD_NAME):
+    if not _exists(k, CRD, TAUCLUSTER.crd_name):
         k.create(CRD, load_manifest(CRD_FILE)[0])
         made(MADE_CRD)
         poll.until(lambda: any(c.get("type") == "Established" and c.get("status") == "True"
-                               for c in (k.get(CRD, CRD_NAME).get("status") or {}).get("conditions") or []),
-                   60, f"CRD {CRD_NAME} to be Established")
-        say(f"created the CRD {CRD_NAME}")
+                               for c in (k.get(CRD, TAUCLUSTER.crd_name).get("status") or {}).get("conditions") or []),
+                   60, f"CRD {TAUCLUSTER.crd_name} to be Established")
+        say(f"created the CRD {TAUCLUSTER.crd_name}")
     if not _exists(k, NAMESPACE, SYSTEM_NAMESPACE):
         k.create(NAMESPACE, NAMESPACE.new(SYSTEM_NAMESPACE, labels={MANAGED_BY_LABEL: "tau-demo"}))
         made(MADE_NAMESPACE)
@@ -280,8 +277,8 @@ def detach(st: State, say: Callable[[str], None]) -> None:
             _delete(k, NAMESPACE, SYSTEM_NAMESPACE)
             say(f"deleted the namespace {SYSTEM_NAMESPACE}")
         if MADE_CRD in st.wrote and not k.list(TAUCLUSTER)[0]:
-            _delete(k, CRD, CRD_NAME)
-            say(f"deleted the CRD {CRD_NAME}")
+            _delete(k, CRD, TAUCLUSTER.crd_name)
+            say(f"deleted the CRD {TAUCLUSTER.crd_name}")
     except (Unreachable, ApiError) as e:
         raise AttachError(f"the cluster does not answer ({e}); nothing more was removed. The state stays in "
                           f"{shown(st.dir)}: run `tau-demo cluster down` again once it answers") from e

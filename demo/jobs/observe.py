@@ -92,7 +92,7 @@ def tauclusters(k: Kube) -> tuple[list[dict], str]:
     try:
         return k.list(TAUCLUSTER)[0], ""
     except NotFound:
-        return [], f"the TauCluster CRD ({TAUCLUSTER.plural}.{TAUCLUSTER.group}) is not installed here"
+        return [], f"the TauCluster CRD ({TAUCLUSTER.crd_name}) is not installed here"
     except ApiError as e:
         return [], f"the TauClusters cannot be read ({e})"
 

@@ -244,14 +244,14 @@ class PreflightInputs:
 
 
 @dataclass
-class Setup:
+class SetupVerdict:
     """What check_setup found: the profile's readiness (Result), and for a status taken at its word, the flavor
     (labels and tolerations) the profile's ResourceFlavor holds, so the gang is planned on that."""
     result: Result
     flavor: dict | None = None
 
 
-def check_setup(profile: str, namespace: str, inputs: PreflightInputs) -> Setup:
+def check_setup(profile: str, namespace: str, inputs: PreflightInputs) -> SetupVerdict:
     """ProvisioningReady as the TauCluster that sets the profile up reports it, when that report is current;
     check_profile on the objects otherwise, with a line saying why."""
     tc = tauclusters_.claimant(inputs.tauclusters, profile, namespace)
@@ -264,17 +264,17 @@ def check_setup(profile: str, namespace: str, inputs: PreflightInputs) -> Setup:
         res = check_profile(profile, inputs.local_queue, inputs.cluster_queue, inputs.admission_checks,
                             inputs.prov_configs)
         res.lines = [f"preflight: {why}; checking the profile's Kueue objects directly", *res.lines]
-        return Setup(res, inputs.flavor)
+        return SetupVerdict(res, inputs.flavor)
     said = f"TauCluster {reading.taucluster} ({reading.mode} mode)"
     if not reading.ready:
-        return Setup(Result(1, [f"preflight: profile {profile} ProvisioningReady=False ({reading.reason}): "
+        return SetupVerdict(Result(1, [f"preflight: profile {profile} ProvisioningReady=False ({reading.reason}): "
                                 f"{reading.message} ({said})"]))
     try:
         wanted = parse_profile(tauclusters_.profile_spec(tc, profile))
     except BadProfile as e:
-        return Setup(Result(1, [f"preflight: profile {profile}: TauCluster {reading.taucluster} says it is ready, but "
+        return SetupVerdict(Result(1, [f"preflight: profile {profile}: TauCluster {reading.taucluster} says it is ready, but "
                                 f"its spec cannot be read: {e}"]))
-    return Setup(Result(0, [f"preflight: profile {profile} ProvisioningReady=True, as {said} reports it"],
+    return SetupVerdict(Result(0, [f"preflight: profile {profile} ProvisioningReady=True, as {said} reports it"],
                         flavor={"names": [wanted.flavor]}, attempts={wanted.check: wanted.retry.backoff_limit_count + 1}),
                  {"spec": {"nodeLabels": dict(wanted.node_labels), "tolerations": [dict(t) for t in wanted.tolerations]}})
 

@@ -1,161 +1,135 @@
-"""The TauCluster controller against the real apiserver and the real Kueue v0.19.2, in-process with the test's
-client: Manage creates a profile's five objects, Kueue makes them Active and the profile reads ProvisioningReady;
-an edited quota and a deleted AdmissionCheck are put back; deleting the TauCluster deletes what it made. Adopt takes
-over an administrator's compatible objects (labels only), reports an incompatible one untouched, and gives them back
-on deletion. External writes nothing (every object's resourceVersion unchanged). A second TauCluster claiming a
-profile is refused. Each profile here has names of its own, so the demo's objects are not touched."""
+"""The TauCluster setup on the real apiserver and the real Kueue v0.19.2, with the cluster's own controller (`cluster
+up` runs `tau-demo taucluster` as its ServiceAccount): the demo's TauCluster is ready and preflight reads it; the
+ServiceAccount may do what the controller needs and nothing more; the group `taucluster` (scenarios/taucluster.py:
+Manage, Adopt with a running Job, External with the audit log, a mode switch, two claims); a `kill -9` while it makes
+a profile, after which it converges from the cluster's state alone; while it is down preflight checks the objects
+itself and says why; and a cluster without the CRD or an apiserver that does not answer get a clear error."""
 
 from __future__ import annotations
 
-import threading
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from demo.cluster import setup
+from demo.cluster.state import State
+from demo.jobs.preflight import Gang
+from demo.jobs.submit import run_preflight
 from demo.taucluster import plan as P
-from demo.taucluster.controller import KINDS, TauClusterController
 from demo.taucluster.profile import objects, parse_profile
-from k8s.keys import (BEST_EFFORT_ATOMIC, DEMO_NAMESPACE, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE,
-                      PROVISIONING_READY, TAUCLUSTER_LABEL)
-from k8s.objects import is_true, labels, meta
-from k8s.resources import CLUSTER_QUEUE, TAUCLUSTER
+from k8s import heartbeat
+from k8s import taucluster as tauclusters_
+from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS, TAUCLUSTER_LABEL,
+                      TAUCLUSTER_LEASE)
+from k8s.objects import labels, meta
+from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR,
+                           SUBJECT_ACCESS_REVIEW, TAUCLUSTER)
+from k8s.paths import REPO
+from scenarios import catalogue
+from scenarios.taucluster import profile_raw
 from tests.cluster.conftest import wait_for
 
-ADMIN = "an-administrator"          # the field manager of the objects "an administrator" applies
-
-
-def raw_profile(tag: str) -> dict:
-    return {"name": f"tc-{tag}", "namespaces": [DEMO_NAMESPACE], "clusterQueue": f"tc-{tag}-cq",
-            "admissionCheck": f"tc-{tag}-check", "flavor": {"name": f"tc-{tag}-flavor",
-                                                            "nodeLabels": {"agentpool": "gpupool"}},
-            "gpuQuota": 8, "provisioningClass": BEST_EFFORT_ATOMIC}
+KINDS = {r.kind: r for r in (RESOURCE_FLAVOR, PROVREQ_CONFIG, ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE)}
 
 
 @pytest.fixture(scope="module")
-def controller(k, taucluster_crd):
-    stop, ready = threading.Event(), threading.Event()
-    ctl = TauClusterController(k)
-    t = threading.Thread(target=ctl.run, args=(stop, ready), daemon=True)
-    t.start()
-    assert ready.wait(60), "the controller's caches did not sync"
-    yield ctl
+def controller(k, demo_cluster, taucluster_crd) -> State:
+    """The cluster's own TauCluster controller, running; every TauCluster a test here made is deleted at the end."""
+    wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
+    yield demo_cluster
+    setup.start_controller(demo_cluster)          # a test that killed it left it started again; make sure
     for tc in k.list(TAUCLUSTER)[0]:
-        k.delete(TAUCLUSTER, meta(tc)["name"])
-    wait_for(lambda: not k.list(TAUCLUSTER)[0], 60, what="every TauCluster gone (its finalizer done)")
-    stop.set()
-    t.join(10)
+        if meta(tc)["name"] != DEMO_TAUCLUSTER:
+            k.delete(TAUCLUSTER, meta(tc)["name"])
+    wait_for(lambda: [meta(t)["name"] for t in k.list(TAUCLUSTER)[0]] == [DEMO_TAUCLUSTER], 60,
+             what="only the demo's TauCluster left (each finalizer done)")
 
 
-def taucluster(k, name: str, mode: str, *profiles: dict) -> dict:
-    return k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": mode, "profiles": list(profiles)}))
+def test_the_demo_taucluster_is_ready_and_preflight_takes_its_word(k, controller):
+    tc = k.get(TAUCLUSTER, DEMO_TAUCLUSTER)
+    reading = tauclusters_.reading(tc, PROFILE, heartbeat.alive(k, TAUCLUSTER_LEASE))
+    assert (reading.mode, reading.ready, reading.reason, reading.stale) == (MODE_MANAGE, True, P.READY, "")
+    for obj in objects(parse_profile(tauclusters_.profile_spec(tc, PROFILE)), DEMO_TAUCLUSTER):
+        live = k.get(KINDS[obj["kind"]], meta(obj)["name"], meta(obj).get("namespace"))
+        assert labels(live).get(TAUCLUSTER_LABEL) == DEMO_TAUCLUSTER, f"{P.describe(obj)} is not the TauCluster's"
+    code, lines = run_preflight(k, PROFILE, Gang(2, 8), DEMO_NAMESPACE)
+    assert code == 0 and lines[0] == ("preflight: profile gpu-a100-8 ProvisioningReady=True, as TauCluster demo "
+                                      "(Manage mode) reports it"), lines
 
 
-def ready_of(k, name: str, profile: str) -> dict:
-    tc = k.get_or_none(TAUCLUSTER, name) or {}
-    for p in (tc.get("status") or {}).get("profiles") or []:
-        if p["name"] == profile:
-            return next(c for c in p["conditions"] if c["type"] == PROVISIONING_READY)
-    return {}
+def can(k, verb: str, group: str, resource: str, namespace: str = "", subresource: str = "") -> bool:
+    review = SUBJECT_ACCESS_REVIEW.new("", spec={"user": SERVICE_ACCOUNTS["taucluster"], "resourceAttributes": {
+        "verb": verb, "group": group, "resource": resource, "namespace": namespace, "subresource": subresource}})
+    del review["metadata"]
+    return bool((k.create(SUBJECT_ACCESS_REVIEW, review).get("status") or {}).get("allowed"))
 
 
-def live(k, obj: dict) -> dict | None:
-    return k.get_or_none(KINDS[obj["kind"]], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+def test_the_controller_runs_as_its_service_account_which_may_do_what_it_needs_and_nothing_more(k, controller):
+    pid = int(setup.controller_files(controller)[0].read_text().split()[0])
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"--as" in argv and SERVICE_ACCOUNTS["taucluster"].encode() in argv, argv
+    for resource in ("resourceflavors", "provisioningrequestconfigs", "admissionchecks", "clusterqueues", "localqueues"):
+        assert all(can(k, v, "kueue.x-k8s.io", resource) for v in ("list", "watch", "create", "patch", "delete"))
+    assert can(k, "patch", "tau-demo.io", "tauclusters", subresource="status")
+    assert can(k, "patch", "coordination.k8s.io", "leases", "tau-demo-system")
+    assert not any([can(k, "create", "batch", "jobs", DEMO_NAMESPACE), can(k, "patch", "kueue.x-k8s.io", "workloads",
+                                                                           DEMO_NAMESPACE),
+                    can(k, "create", "", "nodes"), can(k, "delete", "tau-demo.io", "tauclusters"),
+                    can(k, "create", "tau-demo.io", "tauclusters"), can(k, "patch", "", "configmaps", "kube-system"),
+                    can(k, "patch", "coordination.k8s.io", "leases", "kube-system")]), "it may do more than it needs"
 
 
-def test_manage_makes_the_profile_puts_drift_back_and_deletes_what_it_made(k, controller, unique):
-    raw = raw_profile(f"m{unique}")
+@pytest.mark.parametrize("name", catalogue.members("taucluster"))
+def test_taucluster_scenario(clean, controller, name):
+    catalogue.by_name()[name].run(clean)
+    failed = [c.what for c in clean.checks if not c.ok]
+    clean.checks.clear()
+    assert not failed, failed
+
+
+def test_killed_while_making_a_profile_it_converges_from_the_cluster_and_preflight_checks_the_objects_meanwhile(
+        k, controller, unique):
+    raw = profile_raw(f"kill{unique}")
     p = parse_profile(raw)
-    taucluster(k, f"manage-{unique}", MODE_MANAGE, raw)
-    ready = wait_for(lambda: ready_of(k, f"manage-{unique}", p.name).get("status") == "True"
-                     and ready_of(k, f"manage-{unique}", p.name), 60, what="ProvisioningReady=True")
-    assert ready["reason"] == P.READY
-    made = objects(p, f"manage-{unique}")
-    assert all(labels(live(k, o)).get(TAUCLUSTER_LABEL) == f"manage-{unique}" for o in made)
-    # an edited quota is put back
-    k.patch(CLUSTER_QUEUE, p.cluster_queue, {"spec": {"resourceGroups": [{
-        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [{"name": p.flavor, "resources": [
-            {"name": "cpu", "nominalQuota": "256"}, {"name": "memory", "nominalQuota": "2Ti"},
-            {"name": "nvidia.com/gpu", "nominalQuota": "2"}]}]}]}})
-    wait_for(lambda: live(k, made[3])["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"]
-             == "8", 20, what="the quota put back")
-    # a deleted LocalQueue is made again
-    k.delete(KINDS["LocalQueue"], p.name, DEMO_NAMESPACE)
-    wait_for(lambda: (lq := live(k, made[4])) is not None and not meta(lq).get("deletionTimestamp"), 20,
-             what="the LocalQueue made again")
-    # a deleted AdmissionCheck: Kueue holds it while the ClusterQueue uses it (its resource-in-use finalizer), so
-    # the profile says so and is not ready; nothing else is written
-    k.delete(KINDS["AdmissionCheck"], p.check)
-    said = wait_for(lambda: ready_of(k, f"manage-{unique}", p.name).get("reason") == P.BEING_DELETED
-                    and ready_of(k, f"manage-{unique}", p.name), 20, what="the check's deletion reported")
-    assert said["message"] == (f"AdmissionCheck {p.check} is being deleted (held by kueue.x-k8s.io/resource-in-use); "
-                               "made again once it is gone")
-    # a second TauCluster claiming the profile is refused and touches nothing
-    taucluster(k, f"second-{unique}", MODE_ADOPT, raw)
-    said = wait_for(lambda: ready_of(k, f"second-{unique}", p.name).get("reason") == P.CLAIMED
-                    and ready_of(k, f"second-{unique}", p.name), 30, what="the second claim refused")
-    assert said["message"].startswith(f"ResourceFlavor {p.flavor} is TauCluster manage-{unique}'s")
-    k.delete(TAUCLUSTER, f"second-{unique}")
-    wait_for(lambda: k.get_or_none(TAUCLUSTER, f"second-{unique}") is None, 30, what="the second one gone")
-    assert all(labels(live(k, o)).get(TAUCLUSTER_LABEL) == f"manage-{unique}" for o in made), "still the first's"
-    # deleting the TauCluster deletes what it made, then the TauCluster goes
-    k.delete(TAUCLUSTER, f"manage-{unique}")
-    wait_for(lambda: k.get_or_none(TAUCLUSTER, f"manage-{unique}") is None, 60, what="the TauCluster gone")
-    wait_for(lambda: [o["kind"] for o in made if live(k, o) is not None] == [], 30,
-             what="what it made gone (Kueue lets each go once nothing uses it)")
-
-
-def admin_applies(k, objs: list[dict]) -> list[dict]:
-    out = []
-    for o in objs:
-        o = {**o, "metadata": {k_: v for k_, v in o["metadata"].items() if k_ != "labels"}}
-        out.append(k.apply(KINDS[o["kind"]], o, ADMIN))
-    return out
-
-
-def test_adopt_takes_compatible_objects_reports_an_incompatible_one_untouched_and_gives_them_back(k, controller,
-                                                                                                   unique):
-    raw = raw_profile(f"a{unique}")
-    p = parse_profile(raw)
-    objs = objects(p, "nobody")
-    objs[0]["spec"]["nodeLabels"] = {"agentpool": "otherpool"}           # another node pool: incompatible
-    applied = admin_applies(k, objs)
-    name = f"adopt-{unique}"
-    taucluster(k, name, MODE_ADOPT, raw)
-    said = wait_for(lambda: ready_of(k, name, p.name).get("reason") == P.INCOMPATIBLE and ready_of(k, name, p.name),
-                    30, what="the incompatible flavor reported")
-    assert said["message"] == (f"ResourceFlavor {p.flavor}: spec.nodeLabels.agentpool: want 'gpupool', have "
-                               "'otherpool'")
-    assert meta(live(k, applied[0]))["resourceVersion"] == meta(applied[0])["resourceVersion"]     # untouched
-    wait_for(lambda: all(labels(live(k, o)).get(TAUCLUSTER_LABEL) == name for o in applied[1:]), 30,
-             what="the compatible ones adopted")
-    # the administrator puts the flavor right: it is adopted and the profile is ready
-    k.apply(KINDS["ResourceFlavor"], {**applied[0], "metadata": {"name": p.flavor},
-                                      "spec": {"nodeLabels": {"agentpool": "gpupool"}}}, ADMIN)
-    wait_for(lambda: ready_of(k, name, p.name).get("status") == "True", 60, what="ready once compatible")
+    name = f"tc-kill{unique}"
+    pidfile, _ = setup.controller_files(controller)
+    k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_MANAGE, "profiles": [raw]}))
+    made = objects(p, name)
+    # kill -9 as soon as it has made the first object of the profile, before the rest
+    wait_for(lambda: k.get_or_none(RESOURCE_FLAVOR, p.flavor) is not None, 30, interval=0.02,
+             what="the first object made")
+    os.kill(int(pidfile.read_text().split()[0]), signal.SIGKILL)
+    wait_for(lambda: not heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="its heartbeat to go stale")
+    # meanwhile: preflight does not take a status nobody keeps at its word; it checks the objects and says why
+    code, lines = run_preflight(k, PROFILE, Gang(2, 8), DEMO_NAMESPACE)
+    assert code == 0 and lines[0].startswith("preflight: not taking TauCluster demo's status at its word: its "
+                                             "controller is not running"), lines
+    assert lines[1] == "preflight: profile gpu-a100-8 ProvisioningReady=True", lines
+    assert setup.start_controller(controller), "it was running again already"
+    wait_for(lambda: tauclusters_.ready_condition(k.get(TAUCLUSTER, name), p.name).get("status") == "True"
+             if tauclusters_.ready_condition(k.get(TAUCLUSTER, name), p.name) else False, 60,
+             what="the profile ready after the restart")
+    for obj in made:
+        live = k.get(KINDS[obj["kind"]], meta(obj)["name"], meta(obj).get("namespace"))
+        assert labels(live).get(TAUCLUSTER_LABEL) == name and not P.differences(obj, live), P.describe(obj)
     k.delete(TAUCLUSTER, name)
-    wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None, 60, what="the TauCluster gone")
-    left = [live(k, o) for o in applied]
-    assert all(o is not None and TAUCLUSTER_LABEL not in labels(o) for o in left), "given back as they were"
-    for o in reversed(applied):
-        k.delete(KINDS[o["kind"]], o["metadata"]["name"], o["metadata"].get("namespace"))
+    wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
+        k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
+             what="deleted clean")
 
 
-def test_external_writes_nothing_and_a_second_taucluster_cannot_claim_a_profile(k, controller, unique):
-    raw = raw_profile(f"e{unique}")
-    p = parse_profile(raw)
-    applied = admin_applies(k, objects(p, "nobody"))
-    wait_for(lambda: is_true(live(k, applied[3]), "Active"), 30, what="Kueue's ClusterQueue Active")
-    before = {P.key(o): meta(live(k, o))["resourceVersion"] for o in applied}
-    name = f"external-{unique}"
-    taucluster(k, name, MODE_EXTERNAL, raw)
-    wait_for(lambda: ready_of(k, name, p.name).get("status") == "True", 30, what="External: ready")
-    assert {P.key(o): meta(live(k, o))["resourceVersion"] for o in applied} == before, "External wrote something"
-    # a Manage TauCluster over the same objects: not its own, so it touches nothing and says so
-    taucluster(k, f"manage2-{unique}", MODE_MANAGE, raw)
-    said = wait_for(lambda: ready_of(k, f"manage2-{unique}", p.name).get("reason") == P.NOT_OURS
-                    and ready_of(k, f"manage2-{unique}", p.name), 30, what="Manage refuses objects it did not make")
-    assert said["status"] == "False"
-    assert {P.key(o): meta(live(k, o))["resourceVersion"] for o in applied} == before
-    for n in (name, f"manage2-{unique}"):
-        k.delete(TAUCLUSTER, n)
-    for o in reversed(applied):
-        k.delete(KINDS[o["kind"]], o["metadata"]["name"], o["metadata"].get("namespace"))
+def test_an_apiserver_that_does_not_answer_is_a_clear_error(tmp_path):
+    """(A cluster without the TauCluster CRD: tests/cluster/test_attach.py, on a bare cluster.)"""
+    kubeconfig = tmp_path / "nowhere.yaml"
+    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "x",
+                                      "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+                                      "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
+                                      "users": [{"name": "x", "user": {"token": "t"}}]}))
+    r = subprocess.run([sys.executable, "-m", "cli", "taucluster", "--kubeconfig", str(kubeconfig)],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 1 and "error: cannot reach the cluster" in r.stderr, r.stderr

@@ -14,7 +14,7 @@ from k8s.errors import ApiError
 from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, PROFILE
 from k8s.resources import TAUCLUSTER
 
-GOOD = TAUCLUSTER.new("demo", spec={"mode": "Manage", "profiles": [{
+GOOD = TAUCLUSTER.new("crd-check", spec={"mode": "Manage", "profiles": [{
     "name": PROFILE, "namespaces": [DEMO_NAMESPACE], "clusterQueue": DEMO_CLUSTER_QUEUE,
     "admissionCheck": CHECK_NAME, "flavor": {"name": "a100-scale", "nodeLabels": {"agentpool": "gpupool"}},
     "gpuQuota": 16}]})
@@ -31,7 +31,7 @@ def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_p
     assert made["spec"]["profiles"][0]["provisioningClass"] == BEST_EFFORT_ATOMIC      # the CRD's default
     (profile,) = parse_all(made["spec"]["profiles"])
     assert (profile.name, profile.gpu_quota, profile.provisioning_class) == (PROFILE, 16, BEST_EFFORT_ATOMIC)
-    assert k.get_or_none(TAUCLUSTER, "demo") is None                                    # a dry run stores nothing
+    assert k.get_or_none(TAUCLUSTER, "crd-check") is None                               # a dry run stores nothing
 
 
 @pytest.mark.parametrize("obj, message", [
