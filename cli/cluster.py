@@ -125,8 +125,10 @@ def cluster_attach(kubeconfig, context, mode_text, tc_file, autoscaler, name, dr
         fail(str(e))
     for comp, ok, detail in backends.get(st.backend).status(name):
         click.echo(f"{'✓' if ok else '✗'} {comp:12} {detail}")
-    click.echo(f"cluster {name} attached.  ./scenario.sh runs on it{'' if name == DEFAULT_NAME else ' (give its name)'}; "
-               f"`tau-demo cluster down{'' if name == DEFAULT_NAME else f' --name {name}'}` gives it back.")
+    runs = ("./scenario.sh runs on it" if name == DEFAULT_NAME else
+            f"./scenario.sh --kubeconfig {st.kubeconfig} runs on it")
+    click.echo(f"cluster {name} attached.  {runs}; `tau-demo cluster down{'' if name == DEFAULT_NAME else f' --name {name}'}` "
+               "gives it back.")
 
 
 @cluster_group.command("down")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from demo.taucluster.controller import RESYNC, TauClusterController
-from k8s.errors import ApiError, Unreachable
-from k8s.resources import CRD, TAUCLUSTER
+from k8s.errors import ApiError, NotFound, Unreachable
+from k8s.resources import TAUCLUSTER
 from .options import CONTEXT_SETTINGS, duration, kube_options, run_controller
 
 
@@ -29,13 +29,13 @@ def taucluster_cmd(kube_client, kubeconfig, resync, workers):
     try:
         k = kube_client.connect()
         k.raw("/version")
-        crd = k.get_or_none(CRD, TAUCLUSTER.crd_name)
+        k.list(TAUCLUSTER)              # what it may do as its ServiceAccount (not read the CRD itself)
     except Unreachable as e:
         raise click.ClickException(f"cannot reach the cluster: {e}")
+    except NotFound:
+        raise click.ClickException(f"the TauCluster CRD ({TAUCLUSTER.crd_name}) is not installed in this cluster: "
+                                   "`tau-demo cluster up` installs it on a cluster it builds, `tau-demo cluster attach` "
+                                   "on one it does not (kubectl apply -f manifests/taucluster-crd.yaml does too)")
     except ApiError as e:
-        raise click.ClickException(f"cannot read the TauCluster CRD {TAUCLUSTER.crd_name}: {e}")
-    if crd is None:
-        raise click.ClickException(f"the TauCluster CRD ({TAUCLUSTER.crd_name}) is not installed in this cluster: `tau-demo cluster "
-                                   "up` installs it on a cluster it builds, `tau-demo cluster attach` on one it does not "
-                                   "(kubectl apply -f manifests/taucluster-crd.yaml does too)")
+        raise click.ClickException(f"cannot list the TauClusters: {e}")
     run_controller(TauClusterController(k, workers=workers, resync=resync), "TauCluster controller")

@@ -19,6 +19,7 @@ class AuditedWrite:
     name: str
     code: int              # the apiserver's answer (0 when the event has none)
     time: str              # stageTimestamp
+    agent: str = ""        # the client program, from its User-Agent: "kueue", "kubectl", "OpenAPI-Generator"
 
     @property
     def refused(self) -> bool:
@@ -45,5 +46,6 @@ def writes(lines: list[str]) -> list[AuditedWrite]:
         who = (ev.get("impersonatedUser") or ev.get("user") or {}).get("username")
         out.append(AuditedWrite(str(who or ""), str(ev["verb"]), resource,
                          str(ref.get("namespace") or ""), str(ref.get("name") or ""),
-                         int((ev.get("responseStatus") or {}).get("code") or 0), str(ev.get("stageTimestamp") or "")))
+                         int((ev.get("responseStatus") or {}).get("code") or 0), str(ev.get("stageTimestamp") or ""),
+                         str(ev.get("userAgent") or "").split("/", 1)[0]))
     return out

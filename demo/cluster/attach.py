@@ -279,6 +279,11 @@ def detach(st: State, say: Callable[[str], None]) -> None:
         if MADE_CRD in st.wrote and not k.list(TAUCLUSTER)[0]:
             _delete(k, CRD, TAUCLUSTER.crd_name)
             say(f"deleted the CRD {TAUCLUSTER.crd_name}")
+        going = [(res, n) for res, n, made in ((NAMESPACE, SYSTEM_NAMESPACE, MADE_NAMESPACE),
+                                               (CRD, TAUCLUSTER.crd_name, MADE_CRD)) if made in st.wrote]
+        if not poll.eventually(lambda: not any(_exists(k, res, n) for res, n in going), RELEASE_TIMEOUT, 0.5):
+            raise AttachError(f"{', '.join(n for _, n in going)} still there after {RELEASE_TIMEOUT:.0f}s of deleting; "
+                              "run `tau-demo cluster down` again")
     except (Unreachable, ApiError) as e:
         raise AttachError(f"the cluster does not answer ({e}); nothing more was removed. The state stays in "
                           f"{shown(st.dir)}: run `tau-demo cluster down` again once it answers") from e

@@ -10,7 +10,7 @@ from demo.jobs.preflight import Gang
 from demo.jobs.render import job_template, render_job
 from k8s import heartbeat, hooks
 from k8s import resources as R
-from k8s.keys import PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from k8s.keys import MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import condition, is_true, parse_time
 from fake_ca.status import group_backoff
 from scenarios.harness import NS
@@ -266,15 +266,15 @@ def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
     import subprocess
     import sys
     from tests.cluster.conftest import REPO
-    marker = k.get(R.CONFIG_MAP, "tau-demo-cluster", "tau-demo-system")
-    k.delete(R.CONFIG_MAP, "tau-demo-cluster", "tau-demo-system")
+    marker = k.get(R.CONFIG_MAP, MARKER[1], MARKER[0])
+    k.delete(R.CONFIG_MAP, MARKER[1], MARKER[0])
     try:
         r = subprocess.run([sys.executable, "-m", "cli", "fake-ca", "--kubeconfig", kubeconfig], cwd=REPO,
                            capture_output=True, text=True, timeout=60)
     finally:
         for f in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
             marker["metadata"].pop(f, None)
-        k.create(R.CONFIG_MAP, marker, "kube-system")
+        k.create(R.CONFIG_MAP, marker, MARKER[0])
     assert r.returncode == 1
     assert "was not created by `tau-demo cluster up`" in r.stderr and "--force" in r.stderr
 

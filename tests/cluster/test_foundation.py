@@ -94,7 +94,7 @@ spec:
     # the same path `cluster up` takes for manifests/, pointed at a directory holding the bad object
     (tmp_path / "kueue-objects.yaml").write_text(bad.read_text())
     with pytest.raises(ClusterError) as e:
-        install_demo_objects(kubeconfig, BACKEND, manifests_dir=tmp_path)
+        install_demo_objects(kubeconfig, BACKEND, manifests_dir=tmp_path, plain=True)
     msg = str(e.value)
     print(msg)
     assert "kueue-objects.yaml was refused" in msg

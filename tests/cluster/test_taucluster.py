@@ -132,4 +132,4 @@ def test_an_apiserver_that_does_not_answer_is_a_clear_error(tmp_path):
                                       "users": [{"name": "x", "user": {"token": "t"}}]}))
     r = subprocess.run([sys.executable, "-m", "cli", "taucluster", "--kubeconfig", str(kubeconfig)],
                        capture_output=True, text=True, timeout=60, cwd=REPO)
-    assert r.returncode == 1 and "error: cannot reach the cluster" in r.stderr, r.stderr
+    assert r.returncode == 1 and "Error: cannot reach the cluster" in r.stderr, r.stderr

@@ -16,7 +16,7 @@ NODE_IMAGE=${TAU_DEMO_KIND_NODE_IMAGE:-tau-demo/kind-node:v1.36.3}
 KUEUE_IMAGE=registry.k8s.io/kueue/kueue:v0.19.2
 KWOK_IMAGE=registry.k8s.io/kwok/kwok:v0.8.0
 KUEUE_DEV_IMAGE=us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:main
-export PATH=$CACHE/kind-v0.32.0/bin:$CACHE/kubernetes-v1.36.3/bin:$PATH
+export PATH=$CACHE/kind-v0.32.0/bin:$CACHE/kubectl-v1.36.3/bin:$PATH
 WORK=$(mktemp -d /tmp/tau-kind-smoke.XXXXXX)
 export KUBECONFIG=$WORK/kubeconfig
 
@@ -77,7 +77,7 @@ kubectl apply --server-side -f "$CACHE"/autoscaler-apis-*/share/provisioningrequ
 # though `kind load` put the image in the node
 sed -e "s#$KUEUE_DEV_IMAGE#$KUEUE_IMAGE#" \
     -e "\#image: $KUEUE_IMAGE#{n;s#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#}" \
-    "$CACHE/kueue-v0.19.2/share/kueue-manifests.yaml" > "$WORK/kueue.yaml"
+    "$CACHE/kueue-manifests-v0.19.2/share/kueue-manifests.yaml" > "$WORK/kueue.yaml"
 grep -A1 "image: $KUEUE_IMAGE" "$WORK/kueue.yaml" | grep -q 'imagePullPolicy: IfNotPresent' || fail "could not set Kueue's imagePullPolicy"
 kubectl apply --server-side -f "$WORK/kueue.yaml" >/dev/null
 kubectl -n kueue-system wait deploy/kueue-controller-manager --for=condition=Available --timeout=5m >/dev/null \
@@ -86,6 +86,6 @@ say "Kueue v0.19.2 Available: $((SECONDS - t))s"
 kubectl -n kueue-system logs deploy/kueue-controller-manager | grep -m1 '"gitVersion"' | grep -o '"gitVersion":"[^"]*"' >&2 || true
 
 t=$SECONDS
-kubectl apply --server-side -f "$CACHE/kwok-v0.8.0/share/kwok-in-cluster.yaml" >/dev/null
+kubectl apply --server-side -f "$CACHE/kwok-manifests-v0.8.0/share/kwok-in-cluster.yaml" >/dev/null
 kubectl -n kube-system wait deploy/kwok-controller --for=condition=Available --timeout=3m >/dev/null || fail "kwok-controller not Available"
 say "KWOK v0.8.0 in-cluster controller Available: $((SECONDS - t))s"

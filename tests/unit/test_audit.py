@@ -31,8 +31,9 @@ def test_each_recorded_write_reads_as_who_did_what_to_which_object_and_the_answe
         f"{SA} patch tauclusters/status demo -> 200",
         f"{SA} patch leases tau-demo-system/taucluster -> 200",
         "kwok-admin patch leases tau-demo-system/fake-ca -> 201"]
-    assert got[9] == AuditedWrite(SA, "patch", "tauclusters/status", "", "demo", 200, got[9].time)
+    assert got[9] == AuditedWrite(SA, "patch", "tauclusters/status", "", "demo", 200, got[9].time, "OpenAPI-Generator")
     assert got[9].time.startswith("2026-") and not any(w.refused for w in got)
+    assert [w.agent for w in got if w.user == "kwok-admin"] == ["kubectl", "kueue", "OpenAPI-Generator"]
 
 
 def event(**changes) -> str:
@@ -60,6 +61,6 @@ def test_every_write_verb_is_a_write_and_a_refusal_is_told_apart(verb):
 
 def test_a_write_without_an_impersonated_user_is_its_users_and_missing_fields_read_as_empty():
     [w] = writes([json.dumps({"verb": "delete", "stage": "ResponseComplete"})])
-    assert w == AuditedWrite("", "delete", "", "", "", 0, "")
+    assert w == AuditedWrite("", "delete", "", "", "", 0, "", "")
     [w] = writes([event(impersonatedUser=None)])
     assert w.user == "kwok-admin"
