@@ -47,5 +47,5 @@ def writes(lines: list[str]) -> list[AuditedWrite]:
         out.append(AuditedWrite(str(who or ""), str(ev["verb"]), resource,
                          str(ref.get("namespace") or ""), str(ref.get("name") or ""),
                          int((ev.get("responseStatus") or {}).get("code") or 0), str(ev.get("stageTimestamp") or ""),
-                         str(ev.get("userAgent") or "").split("/", 1)[0]))
+                         str(ev.get("userAgent") or "").partition("/")[0]))
     return out

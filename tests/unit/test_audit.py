@@ -64,3 +64,11 @@ def test_a_write_without_an_impersonated_user_is_its_users_and_missing_fields_re
     assert w == AuditedWrite("", "delete", "", "", "", 0, "", "")
     [w] = writes([event(impersonatedUser=None)])
     assert w.user == "kwok-admin"
+
+
+def test_a_line_that_is_no_write_is_skipped_and_the_lines_after_it_still_read():
+    got = writes(["not json", "[1, 2]", event(verb="get"), LINES[3][:80], LINES[3], event(stage="ResponseStarted"),
+                  LINES[4]])
+    assert [w.resource for w in got] == ["resourceflavors", "provisioningrequestconfigs"]
+    [w] = writes([event(userAgent="kueue")])
+    assert w.agent == "kueue"

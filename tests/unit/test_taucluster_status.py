@@ -58,6 +58,13 @@ def test_the_claimant_is_the_ready_one_else_the_oldest_and_never_one_being_delet
     assert T.claimant([ready], "gpu-a100-8", "elsewhere") is None and T.claimant([], "gpu-a100-8", "demo") is None
     same_time = [taucluster("z", status="False", reason="X"), taucluster("y", status="False", reason="X")]
     assert T.claimant(same_time, "gpu-a100-8", "demo")["metadata"]["name"] == "y"
+    # by creation first, then by name: the older one named later in the alphabet still wins
+    later_named_older = [taucluster("a", status="False", reason="X", created="2026-12-04T12:00:00Z"),
+                         taucluster("z", status="False", reason="X", created="2026-12-04T09:00:00Z")]
+    assert T.claimant(later_named_older, "gpu-a100-8", "demo")["metadata"]["name"] == "z"
+    undated = taucluster("m", status="False", reason="X")
+    del undated["metadata"]["creationTimestamp"]
+    assert T.claimant([later_named_older[1], undated], "gpu-a100-8", "demo") is undated
 
 
 def test_a_current_status_is_read_as_it_is():
@@ -81,6 +88,15 @@ def test_a_current_status_is_read_as_it_is():
 ])
 def test_a_status_that_is_not_current_says_why(tc, alive, why):
     assert T.reading(tc, "gpu-a100-8", alive).stale == why
+
+
+def test_a_condition_without_reason_or_message_and_a_taucluster_without_mode_read_as_empty():
+    tc = taucluster()
+    del tc["spec"]["mode"]
+    tc["status"]["profiles"][0]["conditions"][0] = {"type": "ProvisioningReady", "status": "False",
+                                                    "observedGeneration": 1}
+    assert T.reading(tc, "gpu-a100-8", True) == T.Reading("demo", "", False, "", "", "")
+    assert T.mode(None) == ""
 
 
 def test_a_status_of_another_profile_says_nothing_of_this_one():
