@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 import click
@@ -49,9 +50,15 @@ def scenario_group():
               help="also serve the live page (`tau-demo ui`) on 127.0.0.1 while the scenarios run, and print its address")
 @click.option("--ui-port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="the live page's port (0: a free one; a port in use is an error)")
-def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, with_ui, ui_port):
-    """Run scenarios in order (default: all, the design's walkthrough).  NAMES: a group or scenario names,
-    as `tau-demo scenario list` shows them.  Exit 1 if any check fails."""
+@click.option("--serial", is_flag=True,
+              help="one scenario after another, every one on the demo's profile, as a presenter tells it (the default "
+                   "without --auto; with it the walkthrough's scenarios run side by side, each on a lane of its own, "
+                   "their output shown whole in the same order)")
+def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, with_ui, ui_port, serial):
+    """Run scenarios (default: all, the design's walkthrough).  NAMES: a group or scenario names, as `tau-demo
+    scenario list` shows them.  With --auto the walkthrough's scenarios run side by side, each in a namespace,
+    queue and node pool of its own (the demo cluster's TauCluster sets them up), and each one's output is shown
+    whole, in order, as it finishes; the other groups run one after another.  Exit 1 if any check fails."""
     if auto is None:
         auto = os.environ.get("AUTO") == "1" or not sys.stdin.isatty()
     try:
@@ -74,7 +81,7 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
             runner.start_clean(ctx)
         except (runner.AutoscalerConflict, runner.NotClean) as e:
             raise click.ClickException(str(e))
-        summary = runner.run_scenarios(ctx, chosen)
+        summary = _run(ctx, chosen, side_by_side=auto and not serial)
         ctx.say()
         ctx.say("Summary")
         for n, ok, detail in summary:
@@ -104,6 +111,34 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
             page.stop()
     if leftovers or any(ok is False for _, ok, _ in summary):
         sys.exit(1)
+
+
+def _run(ctx, chosen: list[str], side_by_side: bool) -> list:
+    """The walkthrough's scenarios side by side (when asked and the cluster has their lanes), then the rest one
+    after another."""
+    walk = {g.name for g in catalogue.GROUPS if g.walkthrough}
+    records = catalogue.by_name()
+    side = [n for n in chosen if records[n].group in walk] if side_by_side else []
+    missing = runner.missing_lanes(ctx, side) if len(side) > 1 else []
+    if missing:
+        ctx.say(f"Side by side needs a lane per scenario, which this cluster lacks ({', '.join(missing[:3])}"
+                f"{', ...' if len(missing) > 3 else ''}: `tau-demo cluster up` makes them); one after another instead")
+    if len(side) < 2 or missing:
+        return runner.run_scenarios(ctx, chosen)
+    ctx.say(f"Running {len(side)} scenarios side by side, each on a lane of its own; each one's output follows "
+            "whole, in order, as it finishes")
+    summary = runner.run_scenarios(ctx, side, side_by_side=True, progress=_status_line() if sys.stdout.isatty() else None)
+    return summary + runner.run_scenarios(ctx, [n for n in chosen if n not in side])
+
+
+def _status_line():
+    """A terminal's one-line progress: written in place, cleared with ''."""
+    width = shutil.get_terminal_size((100, 20)).columns - 1
+
+    def show(text: str) -> None:
+        sys.stdout.write("\r\033[K" + text[:width])
+        sys.stdout.flush()
+    return show
 
 
 def markdown_list() -> str:

@@ -107,6 +107,7 @@ DEMO_CLUSTER_QUEUE = "gpu-a100"
 CHECK_NAME = "gpu-provisioning"                                      # AdmissionCheck and ProvisioningRequestConfig
 DEMO_POOL = "gpupool"
 ON_DEMAND_POOL = "ondemand"                                          # a CPU pool beside it (the Kueue specs)
+LANE_PREFIX = "wt-"                                                  # a walkthrough scenario's own lane: wt-<scenario>
 FIELD_MANAGER = "tau-demo"
 CA_FIELD_MANAGER = "cluster-autoscaler"          # the real CA's field manager (its updates, its SSA of Provisioned)
 FAKE_CA_FIELD_MANAGER = "fake-ca"

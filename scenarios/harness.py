@@ -8,6 +8,8 @@ objects is in recorder.py, the controllers a scenario starts in controllers.py.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,8 +22,9 @@ from k8s import poll
 from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import NotFound
-from k8s.keys import (DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, SCENARIO_PREFIXES, SPECS_NAMESPACE,
-                      TAUCLUSTER_SCENARIO_PREFIX)
+from demo.cluster import lanes
+from k8s.keys import (DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE,
+                      SCENARIO_PREFIXES, SPECS_NAMESPACE, TAUCLUSTER_SCENARIO_PREFIX)
 from k8s.paths import RUNS
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, PROVREQ, PROVREQ_CONFIG,
                            RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
@@ -33,6 +36,38 @@ NAMESPACES = (DEMO_NAMESPACE, SPECS_NAMESPACE)      # where scenarios make Jobs,
 
 class ScenarioFailed(AssertionError):
     pass
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Where a scenario's Jobs go: a namespace, the profile (LocalQueue) there, its ClusterQueue and the node pool its
+    flavor places nodes on.  The default is the demo's profile gpu-a100-8, which every scenario shares when they run
+    one after another.  Side by side (scenarios/runner.py), each walkthrough scenario but `success` runs on a lane of
+    its own, lane_of(its name), which cluster up's TauCluster sets up (manifests/taucluster-demo.yaml, one profile
+    each; their pools in manifests/node-pools.yaml): its quota, nodes and pool backoff are nobody else's, and its
+    private controllers carry its tag.  `scoped`: the scenario's nodes are its pool's only (the walkthrough's
+    scenarios, which use one pool; the other groups use several and see every autoscaler's node)."""
+    namespace: str = DEMO_NAMESPACE
+    profile: str = PROFILE
+    cluster_queue: str = DEMO_CLUSTER_QUEUE
+    pool: str = DEMO_POOL
+    tag: str = ""                   # "" on the demo's lane; the scenario's name on its own
+    scoped: bool = False
+
+    @property
+    def node_selector(self) -> str | None:
+        """The label selector of the lane's nodes, when scoped."""
+        return f"{POOL_LABEL}={self.pool}" if self.scoped else None
+
+    def private(self, name: str) -> str:
+        """A name of the scenario's own, for what it starts (a deadline controller's class): the lane's tag added."""
+        return f"{name}-{self.tag}" if self.tag else name
+
+
+def lane_of(scenario: str) -> Lane:
+    """The lane of its own a walkthrough scenario runs on side by side (demo/cluster/lanes.py: every name wt-<scenario>)."""
+    name = lanes.lane_name(scenario)
+    return Lane(namespace=name, profile=name, cluster_queue=name, pool=name, tag=scenario, scoped=True)
 
 
 @dataclass
@@ -58,6 +93,15 @@ class Context:
     title: str = ""                # the scenario being told (its header), for the live page
     spec_results: list = field(default_factory=list)     # Kueue's specs: what each one showed (kueue_specs.kit)
     cluster: str = ""              # a MultiKueue worker's context: the worker's name (its controllers' files say it)
+    lane: Lane = field(default_factory=Lane)     # where its Jobs go (Lane)
+    namespaces: tuple[str, ...] = NAMESPACES     # where scenarios make Jobs, Workloads, LocalQueues: leftovers() looks
+
+    def child(self, lane: Lane, out=None) -> "Context":
+        """The context of one scenario run side by side: its own lane, output, checks and started controllers (the
+        connection, the settings, the run's verdicts and spec results and the controllers the run started are
+        shared)."""
+        return dataclasses.replace(self, lane=lane, out=out if out is not None else io.StringIO(), checks=[],
+                                   started=[], title="")
 
     def injected(self, params: dict) -> dict:
         """ProvisioningRequest parameters that inject a fault into the fake autoscaler; none against the real
@@ -95,10 +139,11 @@ class Context:
         return new_name(prefix)
 
     def submit(self, name: str, gang: str = "2x8", duration: str = "10s", deadline: str | None = None,
-               provreq: dict | None = None, annotations: dict | None = None, profile: str = PROFILE,
-               namespace: str = NS, shape=None) -> dict:
-        """Submit the researcher's Job (manifests/gpu-job.yaml).  `shape(job)`, if given, changes the rendered Job
-        before it is created (another pod shape, labels)."""
+               provreq: dict | None = None, annotations: dict | None = None, profile: str | None = None,
+               namespace: str | None = None, shape=None) -> dict:
+        """Submit the researcher's Job (manifests/gpu-job.yaml) to the lane's profile (or `profile` in `namespace`).
+        `shape(job)`, if given, changes the rendered Job before it is created (another pod shape, labels)."""
+        profile, namespace = profile or self.lane.profile, namespace or self.lane.namespace
         job = render_job(job_template(), name, namespace, profile, Gang.parse(gang), duration, deadline, provreq or {},
                          annotations)
         if shape is not None:
@@ -122,8 +167,14 @@ class Context:
         except poll.WaitTimedOut as e:
             raise ScenarioFailed(str(e)) from None
 
-    def pool_nodes(self, pool: str = DEMO_POOL) -> list[dict]:
-        """The pool's live nodes, read now."""
+    def lane_args(self) -> list[str]:
+        """What `tau-demo submit` and `preflight` need to be told to use the lane ([] on the demo's)."""
+        same = (self.lane.profile, self.lane.namespace) == (PROFILE, DEMO_NAMESPACE)
+        return [] if same else ["--profile", self.lane.profile, "-n", self.lane.namespace]
+
+    def pool_nodes(self, pool: str | None = None) -> list[dict]:
+        """The pool's live nodes (the lane's by default), read now."""
+        pool = pool or self.lane.pool
         return nodes_.of_pool(self.k.list(NODE, label_selector=f"{POOL_LABEL}={pool}")[0], pool)
 
     def autoscaler_nodes(self) -> list[dict]:
@@ -131,9 +182,14 @@ class Context:
         return [n for n in self.k.list(NODE, label_selector=POOL_LABEL)[0] if nodes_.live(n)]
 
     def wait_pool_empty(self, timeout: float = 120) -> None:
-        self.wait(lambda: not self.autoscaler_nodes(), timeout, "the pools to scale back to 0")
+        """Until the lane's pool is back to 0 (scoped), or every pool (the other groups use several)."""
+        if self.lane.scoped:
+            self.wait(lambda: not self.pool_nodes(), timeout, f"pool {self.lane.pool} to scale back to 0")
+        else:
+            self.wait(lambda: not self.autoscaler_nodes(), timeout, "the pools to scale back to 0")
 
-    def delete_job(self, name: str, wait: bool = True, namespace: str = NS) -> None:
+    def delete_job(self, name: str, wait: bool = True, namespace: str | None = None) -> None:
+        namespace = namespace or self.lane.namespace
         job = self.k.get_or_none(JOB, name, namespace)
         if job is None:
             return
@@ -146,12 +202,12 @@ class Context:
     def leftovers(self) -> list[str]:
         """Objects a finished scenario must not leave behind."""
         out = []
-        for ns in NAMESPACES:
+        for ns in self.namespaces:
             for res in (JOB, WORKLOAD, PROVREQ):
                 items, _ = self.k.list(res, ns)
                 out += [f"{res.kind} {i['metadata']['name']}" for i in items]
         out += [f"Node {n['metadata']['name']}" for n in self.autoscaler_nodes()]
-        scoped = [(LOCAL_QUEUE, ns) for ns in NAMESPACES] + [
+        scoped = [(LOCAL_QUEUE, ns) for ns in self.namespaces] + [
             (res, None) for res in (CLUSTER_QUEUE, ADMISSION_CHECK, RESOURCE_FLAVOR, PROVREQ_CONFIG,
                                     WORKLOAD_PRIORITY_CLASS)]
         for res, ns in scoped:            # the upstream scenarios', the Kueue specs' and the taucluster group's objects

@@ -22,13 +22,13 @@ from fake_ca.conditions import Reason
 from fake_ca.status import group_backoff
 from k8s import workload as workloads
 from k8s.duration import parse_duration
-from k8s.keys import (CA_STATUS, DEMO_POOL, EVICTED, NEVER_BOOTS, PARAM_BOOT_SECONDS, PODS_READY_TIMEOUT,
+from k8s.keys import (CA_STATUS, EVICTED, NEVER_BOOTS, PARAM_BOOT_SECONDS, PODS_READY_TIMEOUT,
                            PROVISIONED, PROVREQ_UID_ANNOTATION)
 from k8s.objects import annotations, condition, is_true, uid
 from k8s.paths import shown
 from k8s.resources import CONFIG_MAP
 
-from .harness import NS, Context
+from .harness import Context
 from .record import Scenario
 from .recorder import Recorder, check_commit_bound
 
@@ -38,7 +38,7 @@ DEADLINE = "70s"
 
 def pool_backoff(ctx: Context) -> dict | None:
     """The demo pool's backoff as the autoscaler publishes it (kube-system/cluster-autoscaler-status)."""
-    return group_backoff(ctx.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), DEMO_POOL)
+    return group_backoff(ctx.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), ctx.lane.pool)
 
 
 def run(ctx: Context) -> None:
@@ -68,7 +68,7 @@ def run(ctx: Context) -> None:
         why = (backoff.get("backoffInfo") or {}).get("errorMessage", "")
         ctx.say(f"  cluster-autoscaler-status: gpupool scaleUp {backoff.get('status')} since "
                 f"{backoff.get('lastTransitionTime')} ({(backoff.get('backoffInfo') or {}).get('errorCode')}: {why})")
-        ctx.check(why.startswith(f"Scale-up timed out for node group {DEMO_POOL}"),
+        ctx.check(why.startswith(f"Scale-up timed out for node group {ctx.lane.pool}"),
                   "the autoscaler reports node group gpupool in Backoff because its nodes did not register")
         still = rec.samples[-1][1]
         ctx.check(any(is_true(p, PROVISIONED) for p in still.provreqs) and workloads.admitted(still.workload),
@@ -93,7 +93,7 @@ def run(ctx: Context) -> None:
                   "is backed off")
 
         ctx.step(f"tau-demo watch {name}: the admission deadline ({DEADLINE}) ends it")
-        view = follow(ctx.k, NS, name, "finished", timeout=120, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=120, out=ctx.out, live=False)
         ctx.check(view.outcome == "failed" and "admission deadline" in view.reason,
                   f"the watch ends failed: {view.reason}")
         wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and workloads.committed_timeout(w) and w, 30,
@@ -118,5 +118,5 @@ SCENARIOS = (
     Scenario("never-boot", "beyond",
              "the VMs never boot: waitForPodsReady requeues without limit; the deadline ends it", run,
              needs_fake="it needs VMs that never register (fakeCABootSeconds=never): the kwok provider's nodes "
-                        "are Ready at once"),
+                        "are Ready at once", lane=True),
 )

@@ -33,7 +33,7 @@ from k8s.paths import shown
 from k8s.resources import PROVREQ
 
 from .controllers import Controller, start_private
-from .harness import NS, Context
+from .harness import Context
 from .record import Scenario
 from .recorder import Recorder, check_commit_bound
 
@@ -45,7 +45,7 @@ TTL = "5s"              # cleanup TTL of the race controllers
 
 def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_dir: Path | None = None) -> Controller:
     args = ["deadline", "--class", cls, "--protocol", protocol, "--cleanup-ttl", TTL, "--resync", "1s",
-            "--namespace", NS]
+            "--namespace", ctx.lane.namespace]
     if hook_dir:
         args += ["--hook-dir", str(hook_dir)]
     return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")
@@ -67,14 +67,14 @@ def admitted_now(ctx: Context, rec: Recorder) -> bool:
 def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
     """Pause the controller before its Workload patch; let Kueue admit; release it.
     Returns the facts; the caller decides whether they show the bug (legacy) or not."""
-    cls = f"race-{protocol}"
+    cls = ctx.lane.private(f"race-{protocol}")
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
     ctl = race_controller(ctx, cls, protocol, hook_dir)
     log, log_path = ctx.event_log(f"race-admission-wins-{protocol}")
     name = None
     try:
         name = ctx.new_name("job-race")
-        key = f"{NS}/{name}"
+        key = f"{ctx.lane.namespace}/{name}"
         hooks.arm(hook_dir, "before-commit", key)
         with Recorder(ctx, name, log) as rec:
             ctx.step(f"Submit with --deadline {DEADLINE}s; the cloud is out of stock until {DEADLINE + 2}s: "
@@ -84,7 +84,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
-            snap = observe.snapshot(ctx.k, NS, name)
+            snap = observe.snapshot(ctx.k, ctx.lane.namespace, name)
             ctx.check(snap.workload is not None and workloads.quota_reserved(snap.workload)
                       and not workloads.admitted(snap.workload),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
@@ -165,12 +165,12 @@ def scenario_legacy(ctx: Context) -> None:
 
 def scenario_timeout_wins(ctx: Context) -> None:
     ctx.header("Race 2: timeout wins")
-    cls = "race-committed"
+    cls = ctx.lane.private("race-committed")
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
     ctl = race_controller(ctx, cls, "committed", hook_dir)
     log, log_path = ctx.event_log("race-timeout-wins")
     name = ctx.new_name("job-race")
-    key = f"{NS}/{name}"
+    key = f"{ctx.lane.namespace}/{name}"
     hooks.arm(hook_dir, "after-commit", key)
     try:
         with Recorder(ctx, name, log) as rec:
@@ -180,7 +180,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
             check_commit_bound(ctx, rec, deadline_at=rec.job_created_at() + DEADLINE)
-            live = observe.snapshot(ctx.k, NS, name)
+            live = observe.snapshot(ctx.k, ctx.lane.namespace, name)
             ctx.check(workloads.committed_timeout(live.workload) and not workloads.admitted(live.workload)
                       and not jobs.mirrored(live.job),
                       "the controller committed the timeout first, on the Workload only (paused right after)")
@@ -207,7 +207,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
                   f"({', '.join(sorted(made)) or 'no node'})")
         ctx.check(not any(v.outcome == "running" for _, v in rec.views()),
                   "what `tau-demo watch` shows never had the Job running")
-        ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
+        ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.lane.namespace)[0] if name in p["metadata"]["name"]], 60,
                  "the ProvisioningRequest to be gone")
         ctx.wait_pool_empty(120)
         ctx.check(not ctx.pool_nodes(), "the pool is back to 0")
@@ -223,11 +223,11 @@ def scenario_timeout_wins(ctx: Context) -> None:
 def interrupted(ctx: Context, point: str) -> dict:
     """Kill -9 the controller at `point` (after-commit, after-mirror, after-arm), restart it,
     and check it converges: mirror and cleanup armed exactly once, the Job cleaned up."""
-    cls = "race-committed"
+    cls = ctx.lane.private("race-committed")
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
     ctl = race_controller(ctx, cls, "committed", hook_dir)
     name = ctx.new_name("job-kill")
-    key = f"{NS}/{name}"
+    key = f"{ctx.lane.namespace}/{name}"
     hooks.arm(hook_dir, point, key)
     try:
         with Recorder(ctx, name, None, interval=0.1) as rec:
@@ -235,7 +235,7 @@ def interrupted(ctx: Context, point: str) -> dict:
                        annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, point, key, timeout=60)
             ctl.kill9()
-            live = observe.snapshot(ctx.k, NS, name)          # read now, not the recorder's last sample
+            live = observe.snapshot(ctx.k, ctx.lane.namespace, name)          # read now, not the recorder's last sample
             job, wl = live.job, live.workload
             at_kill = {"committed": workloads.committed_timeout(wl), "mirrored": jobs.mirrored(job),
                        "armed": jobs.cleanup_after(job) is not None}
@@ -268,14 +268,14 @@ _INJECTED_STOCKOUT = ("it times Kueue's admission against the deadline with an i
 SCENARIOS = (
     Scenario("race-admission-wins", "race",
              "Kueue admits while the deadline controller is about to commit: 409, it backs off",
-             scenario_admission_wins, needs_fake=_INJECTED_STOCKOUT),
+             scenario_admission_wins, needs_fake=_INJECTED_STOCKOUT, lane=True),
     Scenario("race-timeout-wins", "race", "the timeout is committed first: Kueue evicts, the Job never runs",
-             scenario_timeout_wins, needs_fake=_INJECTED_STOCKOUT),
+             scenario_timeout_wins, needs_fake=_INJECTED_STOCKOUT, lane=True),
     Scenario("race-legacy", "race",
              "the reviewed design's order marks and deletes a running Job; the committed protocol does not",
-             scenario_legacy, needs_fake=_INJECTED_STOCKOUT),
+             scenario_legacy, needs_fake=_INJECTED_STOCKOUT, lane=True),
     Scenario("race-interrupted-mirror", "race", "the controller killed after its commit converges on restart",
              scenario_interrupted_mirror,
              needs_fake="it pauses the deadline controller while an injected stockout (fakeCAStockout) keeps the "
-                        "Job pending"),
+                        "Job pending", lane=True),
 )

@@ -28,7 +28,7 @@ from k8s.watch import NotSynced, Watch, start_synced
 from k8s.poll import eventually
 
 from .controllers import controllers_dir
-from .harness import NS, Context, ScenarioFailed
+from .harness import Context, ScenarioFailed
 
 RECORDED = (JOB, WORKLOAD, PROVREQ, POD, NODE)
 LOG_LINE_MAX = 2000        # characters of a controller's log line kept in the event log
@@ -98,7 +98,9 @@ class Recorder:
         self.stop_join = 2.0        # seconds to wait for each watch's thread at the end (0: let it end by itself)
 
     def __enter__(self):
-        self.watches = [self.caches[res.plural].watch(self.ctx.k, res, NS if res.namespaced else None)
+        lane = self.ctx.lane          # its namespace, and on a scoped lane only its pool's nodes
+        self.watches = [self.caches[res.plural].watch(self.ctx.k, res, lane.namespace if res.namespaced else None,
+                                                      label_selector=lane.node_selector if res is NODE else None)
                         for res in RECORDED]
         try:
             start_synced(self.watches)

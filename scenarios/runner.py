@@ -1,11 +1,20 @@
 """How a run of scenarios goes: connect, make sure the controllers run, run each scenario (records from
-catalogue.py), summarise.  `tau-demo scenario run` and `scenario.sh` are thin wrappers around this."""
+catalogue.py), summarise.  `tau-demo scenario run` and `scenario.sh` are thin wrappers around this.
+
+Side by side: the walkthrough's scenarios run at once, each in a thread of its own with a context of its own
+(Context.child): its lane (harness.Lane: the demo's profile for `success`, a profile, namespace and node pool of its
+own for the others), its output kept and shown whole, in the walkthrough's order, as each finishes.  The fake
+autoscaler and the default deadline controller are shared (one request per loop, one Workload per key); a scenario
+that pauses a controller pauses one of its own (a race's private deadline controller, its class carrying the lane's
+tag), so no scenario stalls another.  One after another (serial): as the walkthrough always ran, every scenario on
+the demo's profile."""
 
 from __future__ import annotations
 
 import os
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 from demo.cluster.multikueue import MANAGER
 from demo.cluster.multikueue_kwok import is_manager
@@ -14,11 +23,13 @@ from k8s import heartbeat
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
 from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, REAL_CA_LEASE
+from k8s.resources import LOCAL_QUEUE
 from demo.realca import exclusion
 
 from . import catalogue
-from .controllers import ensure_controller
-from .harness import Context, ScenarioFailed
+from .controllers import ensure_controller, stop_started
+from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
+from .record import Scenario
 
 AUTOSCALERS = ("fake", "real")
 
@@ -56,7 +67,31 @@ def make_context(kubeconfig: str | None, context: str | None, auto: bool, autosc
     except (Unreachable, ApiError) as e:
         raise NoCluster(f"the cluster does not answer ({e}); run `tau-demo cluster up`") from e
     kc = kc or os.environ["KUBECONFIG"]
-    return Context(k, kc, auto=auto, autoscaler=autoscaler, cluster=MANAGER if is_manager(kc) else "")
+    return Context(k, kc, auto=auto, autoscaler=autoscaler, cluster=MANAGER if is_manager(kc) else "",
+                   namespaces=NAMESPACES + lane_namespaces())
+
+
+def lane_namespaces() -> tuple[str, ...]:
+    """The namespaces of the walkthrough's own lanes (leftovers are looked for there too)."""
+    return tuple(lane_of(s.name).namespace for s in catalogue.scenarios() if s.lane)
+
+
+def lane_of_scenario(scenario: Scenario, side_by_side: bool) -> Lane:
+    """Where a scenario runs (pure): a walkthrough scenario's nodes are its pool's (scoped), on a lane of its own
+    side by side (`success` on the demo's profile, whose pool no other one uses then); every other scenario on the
+    demo's profile, seeing every pool."""
+    walkthrough = {g.name for g in catalogue.GROUPS if g.walkthrough}
+    if scenario.group not in walkthrough:
+        return Lane()
+    return lane_of(scenario.name) if side_by_side and scenario.lane else Lane(scoped=True)
+
+
+def missing_lanes(ctx: Context, names: list[str]) -> list[str]:
+    """The lanes the chosen scenarios would need side by side that this cluster does not have (their LocalQueue)."""
+    records = catalogue.by_name()
+    want = [lane_of(n) for n in names if records[n].lane]
+    return [f"{lane.namespace}/{lane.profile}" for lane in want
+            if ctx.k.get_or_none(LOCAL_QUEUE, lane.profile, lane.namespace) is None]
 
 
 def check_cluster(ctx: Context, names: list[str]) -> None:
@@ -105,29 +140,61 @@ def start_clean(ctx: Context) -> None:
         raise NotClean(f"the namespaces are not clean: {', '.join(left)}")
 
 
-def run_scenarios(ctx: Context, names: list[str]) -> list[tuple[str, bool | None, str]]:
-    """(name, passed, detail) per scenario; passed is None for one skipped because it needs the fake."""
-    summary = []
+def run_one(ctx: Context, scenario: Scenario) -> tuple[str, bool | None, str]:
+    """One scenario on its context: (name, passed, detail); passed is None for one skipped because it needs the
+    fake.  Every controller it started is stopped."""
+    n = scenario.name
+    if ctx.autoscaler == "real" and scenario.needs_fake:
+        why = f"cannot run against a real autoscaler: {scenario.needs_fake}"
+        ctx.say(f"\nSKIP  {n} {why}")
+        return n, None, why
+    ctx.checks.clear()
+    t0 = time.monotonic()
+    err = ""
+    try:
+        scenario.run(ctx)
+    except ScenarioFailed as e:
+        err = str(e)
+    except Exception as e:   # report and go on to the next scenario
+        err = f"{type(e).__name__}: {e}"
+        traceback.print_exc(file=ctx.out)
+    finally:
+        stop_started(ctx)
+    failed = [c.what for c in ctx.checks if not c.ok]
+    ok = not err and not failed and bool(ctx.checks)
+    detail = err or ("; ".join(failed) if failed else f"{len(ctx.checks)} checks passed")
+    return n, ok, f"{detail} ({time.monotonic() - t0:.0f}s)"
+
+
+def run_scenarios(ctx: Context, names: list[str], side_by_side: bool = False,
+                  progress=None) -> list[tuple[str, bool | None, str]]:
+    """(name, passed, detail) per scenario, in the order given.  Serial: one after another, their output as it
+    comes.  Side by side: all at once, each one's output shown whole, in order, as soon as it and those before
+    it have finished; `progress(text)` (a terminal's status line) says meanwhile what runs."""
     records = catalogue.by_name()
-    for n in names:
-        scenario = records[n]
-        if ctx.autoscaler == "real" and scenario.needs_fake:
-            why = f"cannot run against a real autoscaler: {scenario.needs_fake}"
-            ctx.say(f"\nSKIP  {n} {why}")
-            summary.append((n, None, why))
-            continue
-        ctx.checks.clear()
-        t0 = time.monotonic()
-        err = ""
-        try:
-            scenario.run(ctx)
-        except ScenarioFailed as e:
-            err = str(e)
-        except Exception as e:   # report and go on to the next scenario
-            err = f"{type(e).__name__}: {e}"
-            traceback.print_exc(file=ctx.out)
-        failed = [c.what for c in ctx.checks if not c.ok]
-        ok = not err and not failed and bool(ctx.checks)
-        detail = err or ("; ".join(failed) if failed else f"{len(ctx.checks)} checks passed")
-        summary.append((n, ok, f"{detail} ({time.monotonic() - t0:.0f}s)"))
+    if not side_by_side:
+        return [run_one(ctx.child(lane_of_scenario(records[n], False), out=ctx.out), records[n]) for n in names]
+    children = {n: ctx.child(lane_of_scenario(records[n], True)) for n in names}
+    t0 = time.monotonic()
+    summary = []
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scenario") as pool:
+        futures = {n: pool.submit(run_one, children[n], records[n]) for n in names}
+        for n in names:
+            while progress is not None and not futures[n].done():
+                running = [m for m in names if not futures[m].done()]
+                progress(f"side by side: {len(names) - len(running)}/{len(names)} done, "
+                         f"{time.monotonic() - t0:.0f}s; running: {', '.join(running)}")
+                _wait(futures[n], 1.0)
+            if progress is not None:
+                progress("")
+            summary.append(futures[n].result())
+            ctx.out.write(children[n].out.getvalue())
+            ctx.out.flush()
     return summary
+
+
+def _wait(future, seconds: float) -> None:
+    try:
+        future.result(timeout=seconds)
+    except Exception:          # done (its result is read above) or not yet: either way, look again
+        pass

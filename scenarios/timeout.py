@@ -33,7 +33,7 @@ from k8s.paths import shown
 from k8s.resources import JOB, PROVREQ, PROVREQ_CONFIG, WORKLOAD
 from k8s.poll import eventually
 
-from .harness import NS, Context, ScenarioFailed
+from .harness import Context, ScenarioFailed
 from .record import Scenario
 from .recorder import Recorder, check_commit_bound
 from .upstream import kit
@@ -59,11 +59,11 @@ def quota_released_and_clean(ctx: Context, name: str, rec: Recorder) -> None:
         wl = _workload(snap)
         return wl is None or (not workloads.quota_reserved(wl) and not (wl.get("status") or {}).get("admission"))
     ctx.wait(released, 60, "the quota to be released")
-    live = observe.snapshot(ctx.k, NS, name, rec.job_uid)
+    live = observe.snapshot(ctx.k, ctx.lane.namespace, name, rec.job_uid)
     ctx.check(live.workload is None or (not workloads.quota_reserved(live.workload)
                                         and not (live.workload.get("status") or {}).get("admission")),
               "quota released (QuotaReserved=False, no admission)")
-    ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if name in p["metadata"]["name"]], 60,
+    ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.lane.namespace)[0] if name in p["metadata"]["name"]], 60,
              "Kueue to delete the job's ProvisioningRequests")
 
 
@@ -71,7 +71,7 @@ def smaller_job_admitted(ctx: Context) -> None:
     ctx.step("A smaller job (1 × 8 GPU) is admitted afterwards: the queue is not wedged")
     small = ctx.new_name("job-small")
     ctx.submit(small, "1x8", duration="3s")
-    view = follow(ctx.k, NS, small, "running", timeout=90, out=ctx.out, live=False)
+    view = follow(ctx.k, ctx.lane.namespace, small, "running", timeout=90, out=ctx.out, live=False)
     ctx.check(view.outcome in ("running", "succeeded"), f"{small} was admitted and runs")
     ctx.delete_job(small)
     ctx.wait_pool_empty(120)
@@ -80,17 +80,19 @@ def smaller_job_admitted(ctx: Context) -> None:
 def preflight_refusal(ctx: Context) -> None:
     ctx.header(TITLE_PREFLIGHT)
     name = ctx.new_name()
-    ctx.step(f"tau-demo submit --gang 3x8 --name {name} on a pool of at most 2 nodes")
-    with kit.Changes(ctx, JOB) as jobs_, kit.Changes(ctx, WORKLOAD) as workloads_:
-        r = subprocess.run([sys.executable, "-m", "cli", "submit", "--gang", "3x8", "--name", name,
-                            "--kubeconfig", ctx.kubeconfig], capture_output=True, text=True, timeout=60)
+    args = [*ctx.lane_args(), "--gang", "3x8", "--name", name]
+    ctx.step(f"tau-demo submit {' '.join(args)} on a pool of at most 2 nodes")
+    ns = ctx.lane.namespace
+    with kit.Changes(ctx, JOB, namespace=ns) as jobs_, kit.Changes(ctx, WORKLOAD, namespace=ns) as workloads_:
+        r = subprocess.run([sys.executable, "-m", "cli", "submit", *args, "--kubeconfig", ctx.kubeconfig],
+                           capture_output=True, text=True, timeout=60)
         for line in r.stdout.splitlines() + r.stderr.splitlines():
             ctx.say(line)
         time.sleep(1.0)      # the window stays open a moment after submit returned: a late create would show
     ctx.check(r.returncode == 2 and "preflight refused the job; nothing was created" in r.stderr,
               "refused at submit time with exit status 2, before creating anything")
     made = [f"{typ} {res}" for res, w in (("Job", jobs_), ("Workload", workloads_)) for _, typ, _ in w.events]
-    ctx.check(not made, "no Job and no Workload was created or changed in the demo namespace, watched from before the "
+    ctx.check(not made, f"no Job and no Workload was created or changed in namespace {ns}, watched from before the "
                         f"submit until 1s after it returned ({len(made)} events: {', '.join(made) or 'none'})")
     smaller_job_admitted(ctx)
 
@@ -105,7 +107,7 @@ def autoscaler_window(ctx: Context) -> None:
         ctx.submit(name, "2x8", provreq={PARAM_VALID_UNTIL: str(VALID_UNTIL), PARAM_STOCKOUT: "true",
                                          PARAM_HONOR_VALID_UNTIL: "true"})
         ctx.step(f"tau-demo watch {name}")
-        view = follow(ctx.k, NS, name, "finished", timeout=180, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=180, out=ctx.out, live=False)
         ctx.step("What happened, checked on the objects")
         cap = view.phase("Capacity provisioning")
         ctx.check(view.outcome == "failed" and cap.state == "failed",
@@ -192,7 +194,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
         submitted = created_at(rec.samples[-1][1].job).timestamp()
         ctx.wait(lambda: time.time() >= submitted + 12, 30, "12s after submission")
-        snap = observe.snapshot(ctx.k, NS, name, rec.job_uid)
+        snap = observe.snapshot(ctx.k, ctx.lane.namespace, name, rec.job_uid)
         ctx.check(bool(snap.provreqs) and all((condition(p, PROVISIONED) or {}).get("reason") == Reason.NOT_FOUND
                                               for p in snap.provreqs),
                   "the ProvisioningRequest is past ValidUntilSeconds and still Provisioned=False/CapacityIsNotFound")
@@ -200,7 +202,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         created = created_at(snap.job).timestamp()
         rec.mark("ValidUntilSeconds (ignored)", t=created + VALID_UNTIL)
         rec.mark("deadline", t=created + DEADLINE)
-        view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=90, out=ctx.out, live=False)
         cap = view.phase("Capacity provisioning")
         ctx.check(view.outcome == "failed" and cap.state == "failed",
                   f"the watch ends failed at Capacity provisioning: {cap.detail}")
@@ -235,11 +237,11 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
 
 SCENARIOS = (
     Scenario("timeout-preflight", "timeout", "layer 1: a gang that can never fit is refused at submit",
-             preflight_refusal),
+             preflight_refusal, lane=True),
     Scenario("timeout-window", "timeout", "layer 2: ValidUntilSeconds honoured + Kueue's retryStrategy end the wait",
              autoscaler_window,
              needs_fake="it needs the fake's --honor-valid-until and an injected stockout: the real autoscaler "
-                        "ignores ValidUntilSeconds and never reports Failed for best-effort-atomic"),
+                        "ignores ValidUntilSeconds and never reports Failed for best-effort-atomic", lane=True),
     Scenario("timeout-deadline", "timeout", "layer 3: the admission deadline ends a wait nothing else bounds",
-             admission_deadline),
+             admission_deadline, lane=True),
 )

@@ -7,16 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+import yaml
 
 from k8s import job as jobs
 from k8s import keys, poll
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
-from k8s.manifests import load_manifest
+from k8s.manifests import ManifestError, load_manifest
 from k8s.objects import condition, is_true
-from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB
+from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, NAMESPACE, TAUCLUSTER
 from k8s.paths import MANIFESTS
 from ..toolchain.components import KWOK_MANIFESTS, PROVREQ_CRD, share_path
+from . import lanes as lanes_
 from .state import ClusterError
 from .tools import apply_docs, kubectl
 
@@ -61,6 +63,12 @@ def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MA
         if not p.exists():
             continue
         docs = load_manifest(p)
+        if f == TAUCLUSTER_FILE:           # the walkthrough's lanes: a profile and a namespace each
+            lanes = read_lanes(manifests_dir)
+            docs = [lanes_.with_lanes(d, lanes) if d.get("kind") == TAUCLUSTER.kind else d for d in docs]
+            if lanes:
+                apply_docs(kubeconfig, [NAMESPACE.new(lanes_.lane_name(lane)) for lane in lanes],
+                           "the walkthrough lanes' namespaces")
         apply_docs(kubeconfig, kueue_objects(docs) if kueue_objects and f == KUEUE_OBJECTS else docs, str(p))
         if f == TAUCLUSTER_CRD:
             wait_established(kubeconfig, *(d["metadata"]["name"] for d in docs))
@@ -70,6 +78,17 @@ def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MA
     cm = CONFIG_MAP.new(name, ns, labels={keys.MANAGED_BY_LABEL: "tau-demo"},
                         data={"backend": backend, "purpose": "capacity-provisioning-demo: fake nodes may be created here"})
     apply_docs(kubeconfig, [cm], "the demo-cluster marker")
+
+
+def read_lanes(manifests_dir: Path = MANIFESTS) -> list[str]:
+    """The walkthrough's lanes manifests/walkthrough-lanes.yaml names; [] without the file (a test's folder)."""
+    path = manifests_dir / lanes_.LANES_FILE
+    if not path.exists():
+        return []
+    try:
+        return lanes_.parse_lanes(yaml.safe_load(path.read_text()), str(path))
+    except yaml.YAMLError as e:
+        raise ManifestError(f"{path}: not valid YAML: {e}") from e
 
 
 def kwok_stage_docs() -> list[dict]:

@@ -79,7 +79,7 @@ class TauClusterController:
                 return 0.2
         by_key = {P.key(o): o for o in found}
         plans = [P.plan_profile(mode, name, p, by_key) for p in profiles]
-        writes = [w for pl in plans for w in pl.actions]
+        writes = P.once([w for pl in plans for w in pl.actions])       # profiles may share a check and its config
         if mode == MODE_MANAGE:
             writes += P.stale(name, [o for p in profiles for o in objects(p, name)], found)
         done = all(self._write(name, w) for w in writes)

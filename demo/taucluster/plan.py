@@ -207,3 +207,15 @@ def stale(taucluster: str, wanted: list[Obj], found: list[Obj]) -> list[SetupWri
               f"{taucluster}"
         out.append(_let_go(obj, why + ": given back") if adopted(obj) else SetupWrite("delete", obj, why))
     return out
+
+
+def once(writes: list[SetupWrite]) -> list[SetupWrite]:
+    """Each write once: profiles that share an object (an AdmissionCheck and its config, say) plan it each; the first
+    profile's write stands, in order."""
+    seen: set[tuple[str, Key]] = set()
+    out = []
+    for w in writes:
+        if (w.verb, key(w.obj)) not in seen:
+            seen.add((w.verb, key(w.obj)))
+            out.append(w)
+    return out

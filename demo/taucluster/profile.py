@@ -177,3 +177,4 @@ def _same_quantity(want: object, have: object) -> bool:
         return parse_quantity_exact(str(want)) == parse_quantity_exact(str(have))
     except ValueError:
         return False
+

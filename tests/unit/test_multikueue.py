@@ -198,7 +198,9 @@ def test_a_cluster_queue_without_a_spec_gets_the_check():
 def test_each_workers_pool_table_names_its_nodes_after_it_and_keeps_the_rest():
     doc = yaml.safe_load(POOLS_FILE.read_text())
     out = mk.worker_pools(doc, "worker-1")
-    assert [p["namePrefix"] for p in out["pools"]] == ["aks-gpupool-worker-1-vmss", "aks-ondemand-worker-1-vmss"]
+    assert [p["namePrefix"] for p in out["pools"]] == [p["namePrefix"].replace("-vmss", "-worker-1-vmss")
+                                                       for p in doc["pools"]]
+    assert out["pools"][0]["namePrefix"] == "aks-gpupool-worker-1-vmss"
     assert doc == yaml.safe_load(POOLS_FILE.read_text()), "the input is left as it was"
     for a, b in zip(doc["pools"], out["pools"]):
         assert {k: v for k, v in a.items() if k != "namePrefix"} == {k: v for k, v in b.items() if k != "namePrefix"}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from demo.cluster import install
+
 import copy
 from pathlib import Path
 
@@ -16,6 +20,10 @@ from fake_ca.pools import (MANAGED_LABEL, POOL_LABEL, PROVREQ_ANNOTATION, PROVRE
 
 REPO = Path(__file__).resolve().parents[2]
 POOLS_FILE = REPO / "manifests" / "node-pools.yaml"
+
+
+def read_lanes() -> list[str]:
+    return install.read_lanes()
 SRC = "manifests/node-pools.yaml"
 
 
@@ -41,7 +49,13 @@ def error_of(d) -> str:
 
 
 def test_repository_pools_file_loads():
-    pool, ondemand = load_pools(POOLS_FILE)
+    pool, *lanes, ondemand = load_pools(POOLS_FILE)
+    # the walkthrough lanes' pools: gpupool's in all but their name, node names and agentpool label
+    assert [p.name for p in lanes] == [f"wt-{lane}" for lane in read_lanes()]
+    for lane in lanes:
+        assert (lane.name_prefix, lane.labels["agentpool"]) == (f"aks-{lane.name}-vmss", lane.name)
+        assert dataclasses.replace(lane, name=pool.name, name_prefix=pool.name_prefix,
+                                   labels={**lane.labels, "agentpool": "gpupool"}) == pool
     assert pool.name == "gpupool" and (pool.min_nodes, pool.max_nodes) == (0, 2)
     assert pool.name_prefix == "aks-gpupool-vmss"
     assert pool.labels["agentpool"] == "gpupool"

@@ -398,3 +398,23 @@ def test_a_status_without_a_provisioning_ready_condition_yet_starts_one_now():
     ready = P.ProfilePlan(PROFILE, (), P.Ready(True, P.READY, "ok"))
     old = [{"name": PROFILE, "conditions": [{"type": "Other", "status": "True", "lastTransitionTime": "T0"}]}]
     assert P.conditions([ready], old, "T1", None)[0]["conditions"][0]["lastTransitionTime"] == "T1"
+
+
+def test_profiles_that_share_a_check_and_its_config_make_them_once_and_both_read_ready_once_made():
+    """The walkthrough's lanes share the demo's AdmissionCheck and ProvisioningRequestConfig, each with its own
+    flavor, ClusterQueue and LocalQueue."""
+    a = demo()
+    b = demo(name="lane-b", clusterQueue="lane-b-cq", flavor={"name": "lane-b-flavor", "nodeLabels": {"agentpool": "b"}})
+    plans = [P.plan_profile(MODE_MANAGE, TC, p, {}) for p in (a, b)]
+    writes = P.once([w for pl in plans for w in pl.actions])
+    assert [(w.verb, P.describe(w.obj)) for w in writes] == [
+        ("create", "ResourceFlavor a100-scale"), ("create", f"ProvisioningRequestConfig {CHECK_NAME}"),
+        ("create", f"AdmissionCheck {CHECK_NAME}"), ("create", f"ClusterQueue {DEMO_CLUSTER_QUEUE}"),
+        ("create", f"LocalQueue {DEMO_NAMESPACE}/{PROFILE}"), ("create", "ResourceFlavor lane-b-flavor"),
+        ("create", "ClusterQueue lane-b-cq"), ("create", f"LocalQueue {DEMO_NAMESPACE}/lane-b")]
+    made = cluster([o for w in writes for o in [{**w.obj, "metadata": {**w.obj["metadata"], "resourceVersion": "1"}}]])
+    again = [P.plan_profile(MODE_MANAGE, TC, p, made) for p in (a, b)]
+    assert [pl.actions for pl in again] == [(), ()] and all(pl.ready.status for pl in again)
+    assert P.once([]) == [] and len(P.once(writes + writes)) == len(writes)
+    assert P.once([P.SetupWrite("delete", writes[0].obj, "x"), writes[0]]) == [P.SetupWrite("delete", writes[0].obj,
+                                                                                             "x"), writes[0]]
