@@ -8,7 +8,11 @@ bench/pools-bench.yaml (or, with --autoscaler real, the real Cluster Autoscaler 
 Leaves the cluster as it found it (the demo pool table is published again at the end).
 
     .venv/bin/python bench/provreq_latency.py [--requests 100] [--scan-interval 100ms] [--runs 1]
-                                              [--autoscaler fake|real]
+                                              [--autoscaler fake|real|ideal] [--versus ideal]
+
+--autoscaler ideal: bench/ideal_autoscaler.py, the serial ceiling (the fake's three writes per request, no planning).
+--versus B: each run of the autoscaler under test is paired with a run of B right after it (A B A B ...), and the
+ratio of their nodes/s is given pair by pair, with its median.
 """
 
 from __future__ import annotations
@@ -93,10 +97,15 @@ class Arrivals:
             w.stop()
 
 
+IDEAL = Path(__file__).with_name("ideal_autoscaler.py")
+
+
 def autoscaler_argv(autoscaler: str, kc: str, scan: str, ca_flags: tuple[str, ...] = ()) -> list[str]:
     """The command that starts the autoscaler under test (pure): the fake with the bench pools and
-    booking long enough to outlast the run, or the real one through `tau-demo real-ca` (with extra
-    flags of the CA's own after `--`)."""
+    booking long enough to outlast the run, the real one through `tau-demo real-ca` (with extra
+    flags of the CA's own after `--`), or the ideal loop (a script: no `tau-demo` command)."""
+    if autoscaler == "ideal":
+        return [str(IDEAL), "--kubeconfig", kc, "--pools", str(POOLS)]
     if autoscaler == "real":
         return ["real-ca", "--kubeconfig", kc, "--pools", str(POOLS), "--scan-interval", scan,
                 *(["--", *ca_flags] if ca_flags else [])]
@@ -152,7 +161,8 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
             ca_flags: tuple[str, ...] = ()) -> dict:
     logpath = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{autoscaler}-ca.log"
     with open(logpath, "w") as log:
-        ca = subprocess.Popen([sys.executable, "-m", "cli", *autoscaler_argv(autoscaler, kc, scan, ca_flags)],
+        argv = autoscaler_argv(autoscaler, kc, scan, ca_flags)
+        ca = subprocess.Popen([sys.executable, *(["-m", "cli"] if autoscaler != "ideal" else []), *argv],
                               stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         while "caches synced; ready" not in logpath.read_text():
@@ -201,9 +211,11 @@ def main() -> None:
     ap.add_argument("--scan-interval", action="append", default=None,
                     help="the fake's --scan-interval (repeatable) [default: 100ms and 1s]")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--autoscaler", choices=["fake", "real"], default="fake",
+    ap.add_argument("--autoscaler", choices=["fake", "real", "ideal"], default="fake",
                     help="the fake autoscaler, or the real Cluster Autoscaler 1.36.1 (`tau-demo real-ca`; "
-                         "needs `tau-demo toolchain ensure --with-real-ca`) [default: fake]")
+                         "needs `tau-demo toolchain ensure --with-real-ca`), or the ideal serial loop [default: fake]")
+    ap.add_argument("--versus", choices=["fake", "real", "ideal"], default=None,
+                    help="pair each run with one of this autoscaler, right after it; the nodes/s ratio per pair")
     ap.add_argument("--real-ca-flag", action="append", default=[], metavar="FLAG",
                     help="an extra flag for the real CA (repeatable), e.g. --real-ca-flag=--kube-client-qps=1000")
     a = ap.parse_args()
@@ -222,15 +234,26 @@ def main() -> None:
         "bench")
     last = None
     try:
-        print(f"{a.autoscaler} autoscaler{''.join(' ' + f for f in a.real_ca_flag)}")
-        print("| --scan-interval | requests | p50 | p95 | max | nodes/s | CPU s per request |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print(f"{a.autoscaler} autoscaler{''.join(' ' + f for f in a.real_ca_flag)}"
+              + (f", each run paired with one of the {a.versus} autoscaler" if a.versus else ""))
+        print("| autoscaler | --scan-interval | requests | p50 | p95 | max | nodes/s | CPU s per request |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        ratios = []
         for scan in a.scan_interval or ["100ms", "1s"]:
             for _ in range(a.runs):
-                r = last = one_run(k, kc, a.requests, scan, a.autoscaler, tuple(a.real_ca_flag))
-                rate = f"{r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f}"
-                print(f"| {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | {r['p95']:.2f} s | "
-                      f"{r['max']:.2f} s | {rate} | {r['cpu_per_request'] * 1000:.0f} ms |", flush=True)
+                pair = []
+                for who in [a.autoscaler] + ([a.versus] if a.versus else []):
+                    r = last = one_run(k, kc, a.requests, scan, who, tuple(a.real_ca_flag) if who == "real" else ())
+                    pair.append(r["nodes_per_s"])
+                    rate = f"{r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f}"
+                    print(f"| {who} | {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | "
+                          f"{r['p95']:.2f} s | {r['max']:.2f} s | {rate} | {r['cpu_per_request'] * 1000:.0f} ms |",
+                          flush=True)
+                if a.versus:
+                    ratios.append(pair[0] / pair[1])
+        if ratios:
+            print(f"\nnodes/s of {a.autoscaler} / {a.versus}, pair by pair: "
+                  f"{', '.join(f'{x:.2f}' for x in ratios)}; median {median(ratios):.2f}")
         if last is not None:
             print(f"\napiserver time during the last run (its {METRIC}, any client; writes and reads of "
                   f"{', '.join(WATCHED)}):")
