@@ -25,7 +25,7 @@ from k8s.objects import format_time, utcnow  # noqa: E402
 from k8s.watch import Event, Watch, start_synced  # noqa: E402
 
 
-def condition(ctype: str, reason: str) -> dict:
+def true_condition(ctype: str, reason: str) -> dict:
     return {"type": ctype, "status": "True", "reason": reason, "message": reason,
             "lastTransitionTime": format_time(utcnow())}
 
@@ -51,12 +51,12 @@ def main() -> None:
         pr = todo.get()
         md = pr["metadata"]
         status = R.PROVREQ.new(md["name"], md["namespace"], uid=md["uid"])
-        k.apply(R.PROVREQ, {**status, "status": {"conditions": [condition(ACCEPTED, "Accepted")]}}, CA_FIELD_MANAGER,
+        k.apply(R.PROVREQ, {**status, "status": {"conditions": [true_condition(ACCEPTED, "Accepted")]}}, CA_FIELD_MANAGER,
                 subresource="status")
         n += 1
         k.create(R.NODE, node_manifest(pool, f"{pool.name_prefix}{n:06d}", None, md["uid"],
                                        f"{md['namespace']}/{md['name']}", None, batch=1))
-        k.apply(R.PROVREQ, {**status, "status": {"conditions": [condition(PROVISIONED, "Provisioned")]}},
+        k.apply(R.PROVREQ, {**status, "status": {"conditions": [true_condition(PROVISIONED, "Provisioned")]}},
                 CA_FIELD_MANAGER, subresource="status")
 
 
