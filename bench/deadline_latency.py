@@ -34,6 +34,7 @@ import argparse
 import math
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -65,6 +66,20 @@ from scenarios.harness import NS, Context, ScenarioFailed  # noqa: E402
 CLS = "bench-latency"
 BENCH_LABEL = "tau-demo.io/bench"
 BENCH_VALUE = "deadline-latency"
+
+
+class IdealProcess:
+    """bench/ideal_deadline.py as the run sees the controller: its log, and a stop."""
+
+    def __init__(self, proc: subprocess.Popen, log_path: Path):
+        self.proc, self.log_path = proc, log_path
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
 
 
 class DeadlineEvents:
@@ -165,25 +180,57 @@ def delete_leftovers(k: Kube) -> None:
         k.delete(JOB, meta(j)["name"], NS, propagation="Background")
 
 
+IDEAL = Path(__file__).with_name("ideal_deadline.py")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--lead", type=float, default=30.0, help="seconds from the start to the first deadline")
     ap.add_argument("--cleanup-ttl", default="5s")
     ap.add_argument("--controller-arg", action="append", default=[], help="extra argument for `tau-demo deadline`")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--versus-ideal", action="store_true",
+                    help="pair each run with one of bench/ideal_deadline.py (the controller's writes, its concurrency, "
+                         "nothing else) right after it, and give the p50 ratio pair by pair")
     a = ap.parse_args()
     kc = default_kubeconfig()
     k = Kube(kc)
+    ratios = []
+    for i in range(a.runs):
+        controller = one_run(k, kc, a, ideal=False)
+        if a.versus_ideal:
+            ideal = one_run(k, kc, a, ideal=True)
+            ratios.append(controller / ideal)
+            print(f"\npair {i + 1}: p50 controller {controller:.3f}s / ideal {ideal:.3f}s = {ratios[-1]:.2f}\n", flush=True)
+    if ratios:
+        print(f"p50 of the controller / the ideal client, pair by pair: {', '.join(f'{r:.2f}' for r in ratios)}; "
+              f"median {median(ratios):.2f}")
+
+
+def one_run(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
+    """One burst, by the controller or the ideal client; its p50 (deadline -> committed, as the watch saw it)."""
+    print(f"\n== {'the ideal client (bench/ideal_deadline.py)' if ideal else 'the deadline controller'}", flush=True)
     ctx = Context(k, kc, out=open(os.devnull, "w"), impersonate=True)
     delete_leftovers(k)
     wait_until(lambda: not k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0], 120,
                "the Jobs of an earlier run to go")
     watch = DeadlineEvents(k)
     watch.start()
-    args = ["deadline", "--class", CLS, "--namespace", NS, "--cleanup-ttl", a.cleanup_ttl, *a.controller_arg]
-    ctl = start_private(ctx, f"deadline-{CLS}", args, "deadline controller (bench)")
-    pid = procs.read_pid(ctl.pidfile)
-    print(f"controller: tau-demo {' '.join(ctl.args)} (pid {pid}, log {ctl.logfile})", flush=True)
+    if ideal:
+        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-ideal-deadline.log"
+        with open(log_path, "w") as out:
+            proc = subprocess.Popen([sys.executable, str(IDEAL), "--kubeconfig", kc, "--namespace", NS, "--class", CLS,
+                                     "--ttl", str(parse_duration(a.cleanup_ttl))], stdout=out, stderr=subprocess.STDOUT,
+                                    env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        ctl = IdealProcess(proc, log_path)
+        wait_until(lambda: "caches synced; ready" in ctl.log_text() or proc.poll() is not None, 60, "the ideal client")
+        pid = proc.pid
+    else:
+        args = ["deadline", "--class", CLS, "--namespace", NS, "--cleanup-ttl", a.cleanup_ttl, *a.controller_arg]
+        ctl = start_private(ctx, f"deadline-{CLS}", args, "deadline controller (bench)")
+        pid = procs.read_pid(ctl.pidfile)
+        print(f"controller: tau-demo {' '.join(ctl.args)} (pid {pid}, log {ctl.logfile})", flush=True)
     made: dict[str, dict] = {}
     uids: dict[str, str] = {}
     try:
@@ -236,8 +283,9 @@ def main() -> None:
         t_post = time.time()
         t_decided = max(seen.values())
         ttl = parse_duration(a.cleanup_ttl)
-        wait_until(lambda: all(any(typ == "DELETED" for _, typ, _ in watch.job_events(n)) for n in made),
-                   ttl + 90, "cleanup to delete every Job")
+        if not ideal:                                   # the ideal client arms cleanup but does not delete
+            wait_until(lambda: all(any(typ == "DELETED" for _, typ, _ in watch.job_events(n)) for n in made),
+                       ttl + 90, "cleanup to delete every Job")
         cpu_end = cpu_seconds(pid)
         t_cleaned = time.time()
         time.sleep(1.0)                                 # late events (Workload deletions) for the histories
@@ -257,7 +305,7 @@ def main() -> None:
                        if typ != "DELETED" and (gone_rv is None or rv_of(w) < gone_rv)]
             h = History(n, [j] + [o for _, typ, o in evs if typ != "DELETED"], wl_objs,
                         datetime.fromtimestamp(deleted, timezone.utc) if deleted else None)
-            broken += violations(h, expect_deleted=True)
+            broken += violations(h, expect_deleted=not ideal)
             t = next((parse_time(annotations(w).get(DECISION_TIME_ANNOTATION)) for w in wl_objs
                       if workloads.committed_timeout(w)), None)
             if t:
@@ -292,7 +340,10 @@ def main() -> None:
             print(f"  {b}")
         if broken:
             sys.exit(1)
+        return median(lat)
     finally:
+        if ideal:
+            ctl.stop()
         stop_started(ctx)
         delete_leftovers(k)
         gone = set(uids.values())

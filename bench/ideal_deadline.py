@@ -1,0 +1,90 @@
+"""The ceiling the deadline controller's burst is measured against (bench/deadline_latency.py --versus-ideal): a
+client with the controller's concurrency (its 16 workers) that, at each Job's deadline, makes exactly the controller's
+writes for a timeout (the commit on the Workload, guarded by the version it read, then the mirror and the cleanup
+time on the Job) and nothing else: no protocol, no re-reads, no checks.  The deadlines come from the Jobs'
+annotations as the controller reads them (demo/deadline/protocol.py), the Workloads from a watch.
+
+    .venv/bin/python bench/ideal_deadline.py --kubeconfig KC --namespace demo --class bench-latency --ttl 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from demo.deadline import protocol as dl  # noqa: E402
+from k8s.client import Kube  # noqa: E402
+from k8s.keys import DEADLINE_CLASS_ANNOTATION  # noqa: E402
+from k8s.objects import annotations, meta  # noqa: E402
+from k8s.resources import JOB, WORKLOAD  # noqa: E402
+from k8s.runtime import Store  # noqa: E402
+from k8s.watch import start_synced  # noqa: E402
+
+WORKERS = 16                       # demo/deadline/controller.py DEFAULT_WORKERS
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--namespace", required=True)
+    ap.add_argument("--class", dest="cls", required=True)
+    ap.add_argument("--ttl", type=float, default=5.0)
+    a = ap.parse_args()
+    k = Kube(a.kubeconfig)
+    due: list[tuple[float, str]] = []          # (deadline, job name), a heap; an entry whose deadline moved is stale
+    deadline: dict[str, float] = {}            # job name -> its deadline now (the bench may re-annotate it once)
+    done: set[str] = set()
+    cv = threading.Condition()
+
+    def job_seen(_typ, job) -> None:
+        name = meta(job).get("name")
+        if annotations(job).get(DEADLINE_CLASS_ANNOTATION) != a.cls or name in done:
+            return
+        at = dl.deadline_of(job)
+        if at is not None and deadline.get(name) != at.timestamp():
+            with cv:
+                deadline[name] = at.timestamp()
+                heapq.heappush(due, (at.timestamp(), name))
+                cv.notify()
+    jobs = Store(on_change=job_seen)
+    wls = Store()
+    start_synced([jobs.watch(k, JOB, a.namespace), wls.watch(k, WORKLOAD, a.namespace)])
+    print("caches synced; ready", flush=True)
+
+    def worker() -> None:
+        while True:
+            with cv:
+                while not due or due[0][0] > time.time():
+                    cv.wait(None if not due else max(0.0, due[0][0] - time.time()))
+                at, name = heapq.heappop(due)
+                if name in done or deadline.get(name) != at:
+                    continue
+                done.add(name)
+            job = jobs.get(f"{a.namespace}/{name}")
+            uid = meta(job).get("uid")
+            wl = next((w for w in wls.items() if any(r.get("uid") == uid for r in meta(w).get("ownerReferences") or [])),
+                      None)
+            if wl is None:
+                continue
+            now = datetime.now(timezone.utc)
+            t0 = time.monotonic()
+            k.patch(WORKLOAD, meta(wl)["name"], dl.commit_patch(now), a.namespace,
+                    resource_version=meta(wl).get("resourceVersion"))
+            print(f"{name}: committed timeout on Workload {meta(wl)['name']} (spec.active=false; the write took "
+                  f"{(time.monotonic() - t0) * 1000:.0f} ms)", flush=True)
+            k.patch(JOB, name, dl.mirror_patch(meta(wl)["name"], now), a.namespace)
+            k.patch(JOB, name, dl.arm_patch(now, a.ttl), a.namespace)
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(WORKERS)]
+    for t in threads:
+        t.start()
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
