@@ -180,7 +180,7 @@ def delete_leftovers(k: Kube) -> None:
         k.delete(JOB, meta(j)["name"], NS, propagation="Background")
 
 
-IDEAL = Path(__file__).with_name("ideal_deadline.py")
+IDEAL_CLIENT = Path(__file__).with_name("ideal_deadline.py")
 
 
 def main() -> None:
@@ -198,9 +198,9 @@ def main() -> None:
     k = Kube(kc)
     ratios = []
     for i in range(a.runs):
-        controller = one_run(k, kc, a, ideal=False)
+        controller = one_burst(k, kc, a, ideal=False)
         if a.versus_ideal:
-            ideal = one_run(k, kc, a, ideal=True)
+            ideal = one_burst(k, kc, a, ideal=True)
             ratios.append(controller / ideal)
             print(f"\npair {i + 1}: p50 controller {controller:.3f}s / ideal {ideal:.3f}s = {ratios[-1]:.2f}\n", flush=True)
     if ratios:
@@ -208,7 +208,7 @@ def main() -> None:
               f"median {median(ratios):.2f}")
 
 
-def one_run(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
+def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
     """One burst, by the controller or the ideal client; its p50 (deadline -> committed, as the watch saw it)."""
     print(f"\n== {'the ideal client (bench/ideal_deadline.py)' if ideal else 'the deadline controller'}", flush=True)
     ctx = Context(k, kc, out=open(os.devnull, "w"), impersonate=True)
@@ -220,7 +220,7 @@ def one_run(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
     if ideal:
         log_path = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-ideal-deadline.log"
         with open(log_path, "w") as out:
-            proc = subprocess.Popen([sys.executable, str(IDEAL), "--kubeconfig", kc, "--namespace", NS, "--class", CLS,
+            proc = subprocess.Popen([sys.executable, str(IDEAL_CLIENT), "--kubeconfig", kc, "--namespace", NS, "--class", CLS,
                                      "--ttl", str(parse_duration(a.cleanup_ttl))], stdout=out, stderr=subprocess.STDOUT,
                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
         ctl = IdealProcess(proc, log_path)
