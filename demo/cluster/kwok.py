@@ -40,6 +40,9 @@ def _say(msg: str) -> None:
     print(f"[cluster] {msg}", file=sys.stderr, flush=True)
 
 
+KWOKCTL_CREATE_LOCK = "kwokctl-create"
+
+
 def kwok_env(st: State) -> dict[str, str]:
     env = dict(os.environ)
     env["KWOK_WORKDIR"] = str(st.dir / "kwok")
@@ -207,8 +210,12 @@ def _up(name: str, options: UpOptions, role: str = "", demo_objects: bool = True
         st.save()
         _say(f"creating control plane (kwokctl --runtime binary, Kubernetes {versions.KUBERNETES}, etcd {versions.ETCD})")
         t0 = time.monotonic()
-        _kwokctl(st, "--config", str(cfg), "create", "cluster", "--name", name, "--runtime", "binary",
-                 "--kubeconfig", "", "--timeout", "5m", "--wait", "2m")
+        # kwokctl picks each component's port by scanning down from 32767 for one free at that moment, so two
+        # creates at once pick the same ports and one cluster's components cannot bind: one create at a time
+        with procs.machine_lock(KWOKCTL_CREATE_LOCK, waiting=lambda: _say(
+                "waiting for another kwokctl create on this machine to finish (it picks the same free ports)")):
+            _kwokctl(st, "--config", str(cfg), "create", "cluster", "--name", name, "--runtime", "binary",
+                     "--kubeconfig", "", "--timeout", "5m", "--wait", "2m")
         _say(f"control plane up in {time.monotonic() - t0:.1f}s")
     k = Kube(st.kubeconfig)
     install.wait_apiserver(k)

@@ -6,12 +6,16 @@ our process (and never killed).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 from k8s import poll
 
@@ -129,6 +133,24 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def machine_lock(name: str, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold a lock shared by every process on this machine (an flock on a file in the temp dir) for the
+    block; `waiting` is called once if another process holds it.  The kernel drops it if the holder dies."""
+    path = Path(tempfile.gettempdir()) / f"tau-demo-{name}.lock"
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting:
+                waiting()
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def port_owner(port: int) -> str:

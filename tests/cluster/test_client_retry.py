@@ -32,6 +32,7 @@ from demo.cluster.kwok import kwok_cluster_dir
 from k8s import client as kc
 from k8s.client import Kube
 from k8s.errors import ApiError
+from k8s.poll import WaitTimedOut
 from k8s.resources import CONFIG_MAP, NAMESPACE, Resource
 from tests.cluster.conftest import BACKEND, wait_for
 
@@ -147,9 +148,24 @@ def setting(demo_cluster, k, kubeconfig):
         seats = wait_for(lambda: flowcontrol(k, "nominal_limit_seats", level), 60,
                          what=f"the apiserver to serve priority level {level}")
         as_sa = Kube(kubeconfig, impersonate=f"system:serviceaccount:{ns}:{sa}")
-        # the webhook takes effect once the apiserver's informer has it: an allowed create reaches it
-        wait_for(lambda: as_sa.create(CONFIG_MAP, labelled(f"probe-{uuid.uuid4().hex[:5]}"), ns) and webhook.calls,
-                 60, what="the test's webhook to be called")
+        refused = []
+
+        def probe():
+            try:
+                as_sa.create(CONFIG_MAP, labelled(f"probe-{uuid.uuid4().hex[:5]}"), ns)
+            except ApiError as e:
+                if e.status != 403:
+                    raise
+                refused[:] = [str(e)]   # the RoleBinding (or edit's aggregation) not yet in the authorizer's cache
+                return False
+            return webhook.calls
+
+        # the webhook and the RoleBinding take effect once the apiserver's informers have them: an allowed
+        # create reaches the webhook
+        try:
+            wait_for(probe, 60, what="the test's webhook to be called")
+        except WaitTimedOut as e:
+            raise WaitTimedOut(f"{e}; the last refusal: {refused or 'none'}") from e
         yield {"ns": ns, "kube": as_sa, "webhook": webhook, "level": level, "seats": int(seats)}
     finally:
         webhook.release.set()
