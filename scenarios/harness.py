@@ -23,10 +23,11 @@ from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import NotFound
 from demo.cluster import lanes
-from k8s.keys import (DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE,
+from k8s.objects import is_true, meta
+from k8s.keys import (BOOKING_EXPIRED, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, PROVISIONED,
                       SCENARIO_PREFIXES, SPECS_NAMESPACE, TAUCLUSTER_SCENARIO_PREFIX)
 from k8s.paths import RUNS
-from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, PROVREQ, PROVREQ_CONFIG,
+from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, POD, PROVREQ, PROVREQ_CONFIG,
                            RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
 from demo.timeline.log import EventLog
 
@@ -182,11 +183,29 @@ class Context:
         return [n for n in self.k.list(NODE, label_selector=POOL_LABEL)[0] if nodes_.live(n)]
 
     def wait_pool_empty(self, timeout: float = 120) -> None:
-        """Until the lane's pool is back to 0 (scoped), or every pool (the other groups use several)."""
-        if self.lane.scoped:
-            self.wait(lambda: not self.pool_nodes(), timeout, f"pool {self.lane.pool} to scale back to 0")
-        else:
-            self.wait(lambda: not self.autoscaler_nodes(), timeout, "the pools to scale back to 0")
+        """Until the lane's pool is back to 0 (scoped), or every pool (the other groups use several); if not,
+        the failure says what holds the nodes that are left (their pods, the requests still booked)."""
+        left = self.pool_nodes if self.lane.scoped else self.autoscaler_nodes
+        what = f"pool {self.lane.pool} to scale back to 0" if self.lane.scoped else "the pools to scale back to 0"
+        try:
+            self.wait(lambda: not left(), timeout, what)
+        except ScenarioFailed as e:
+            raise ScenarioFailed(f"{e}; {self.what_holds(left())}") from None
+
+    def what_holds(self, nodes: list[dict]) -> str:
+        """The nodes left, each with the pods bound to it, and the requests whose capacity is still booked
+        (Provisioned=True, BookingExpired not True), read now: what a pool that does not drain is waiting on."""
+        names = {meta(n)["name"] for n in nodes}
+        pods: dict[str, list[str]] = {}
+        for p in self.k.list(POD)[0]:
+            if (p.get("spec") or {}).get("nodeName") in names:
+                pods.setdefault(p["spec"]["nodeName"], []).append(
+                    f"{meta(p)['namespace']}/{meta(p)['name']} ({(p.get('status') or {}).get('phase')})")
+        booked = [f"{meta(pr)['namespace']}/{meta(pr)['name']}" for pr in self.k.list(PROVREQ)[0]
+                  if is_true(pr, PROVISIONED) and not is_true(pr, BOOKING_EXPIRED)]
+        shown = [f"{n} ({'Ready' if nodes_.ready(nd) else 'NotReady'}; pods: {', '.join(pods.get(n, [])) or 'none'})"
+                 for nd in nodes for n in [meta(nd)["name"]]]
+        return f"left: {'; '.join(shown) or 'none'}; requests still booked: {', '.join(booked) or 'none'}"
 
     def delete_job(self, name: str, wait: bool = True, namespace: str | None = None) -> None:
         namespace = namespace or self.lane.namespace
