@@ -22,7 +22,7 @@ from k8s import poll
 from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import NotFound
-from demo.cluster import lanes
+from demo.cluster import lanes, procs
 from k8s.objects import is_true, meta
 from k8s.keys import (BOOKING_EXPIRED, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, PROVISIONED,
                       SCENARIO_PREFIXES, SPECS_NAMESPACE, TAUCLUSTER_SCENARIO_PREFIX)
@@ -205,7 +205,11 @@ class Context:
                   if is_true(pr, PROVISIONED) and not is_true(pr, BOOKING_EXPIRED)]
         shown = [f"{n} ({'Ready' if nodes_.ready(nd) else 'NotReady'}; pods: {', '.join(pods.get(n, [])) or 'none'})"
                  for nd in nodes for n in [meta(nd)["name"]]]
-        return f"left: {'; '.join(shown) or 'none'}; requests still booked: {', '.join(booked) or 'none'}"
+        started = [f"{c.lease} {'running' if procs.read_pid(c.pidfile) else 'NOT RUNNING'} (log {c.logfile}: "
+                   f"{(c.logfile.read_text(errors='replace').strip().splitlines() or [''])[-1][-200:] if c.logfile.is_file() else 'none'})"
+                   for c in self.started]
+        return (f"left: {'; '.join(shown) or 'none'}; requests still booked: {', '.join(booked) or 'none'}"
+                + (f"; controllers this scenario started: {'; '.join(started)}" if started else ""))
 
     def delete_job(self, name: str, wait: bool = True, namespace: str | None = None) -> None:
         namespace = namespace or self.lane.namespace
