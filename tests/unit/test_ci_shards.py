@@ -22,8 +22,8 @@ def test_every_cluster_test_file_runs_in_exactly_one_session_and_each_session_ha
         assert in_shard(f, "")
     assert set(SHARD_OF) <= set(FILES), f"names no file of tests/cluster: {sorted(set(SHARD_OF) - set(FILES))}"
     assert all(any(in_shard(f, s) for f in FILES) for s in SESSIONS)
-    assert SHARDS == 3 and in_shard("test_real_ca.py", "1/3") and in_shard("test_upstream.py", "2/3") \
-        and in_shard("test_multikueue.py", "3/3")
+    assert SHARDS == 3 and in_shard("test_real_ca.py", "1/3") and in_shard("test_upstream.py", "1/3") \
+        and in_shard("test_multikueue.py", "2/3") and in_shard("test_kueue_specs.py", "3/3")
 
 
 @pytest.mark.parametrize("shard", ["1", "4/3", "0/3", "1/2", "all", "/3"])
