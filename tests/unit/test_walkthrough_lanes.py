@@ -5,7 +5,10 @@ tells its scenario (harness.Lane)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
+import yaml
 
 from demo.cluster import install
 from demo.cluster import lanes as L
@@ -30,6 +33,18 @@ def test_a_lanes_profile_is_the_demos_with_every_name_the_lanes():
     bare = L.lane_profile({"name": "x"}, "l")
     assert bare == {"name": "wt-l", "namespaces": ["wt-l"], "clusterQueue": "wt-l", "flavor": {"name": "wt-l",
                                                                                               "nodeLabels": {}}}
+
+
+def test_a_lanes_profile_shares_no_part_with_the_demos():
+    """Each lane's profile is a copy of its own: a change to one (a lane's quota) is not a change to the demo's,
+    and the TauCluster written with them has no YAML aliases (a part shared between profiles is dumped as one)."""
+    demo = copy.deepcopy(DEMO)
+    p = L.lane_profile(demo, "a")
+    nested = [k for k, v in demo.items() if isinstance(v, (dict, list)) and k not in ("flavor", "namespaces")]
+    assert nested, "the demo's profile has parts of its own (quota, admission check) to copy"
+    for k in nested:
+        assert p[k] == demo[k] and p[k] is not demo[k], k
+    assert "&id" not in yaml.safe_dump(L.with_lanes(DEMO_TC, ["a", "b"]))
 
 
 def test_the_taucluster_with_lanes_keeps_its_profiles_first_and_reads_as_valid_profiles():
