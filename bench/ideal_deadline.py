@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from demo.deadline import protocol as dl  # noqa: E402
 from k8s.client import Kube  # noqa: E402
+from k8s.errors import Conflict  # noqa: E402
 from k8s.keys import DEADLINE_CLASS_ANNOTATION  # noqa: E402
 from k8s.objects import annotations, meta  # noqa: E402
 from k8s.resources import JOB, WORKLOAD  # noqa: E402
@@ -74,8 +75,15 @@ def main() -> None:
                 continue
             now = datetime.now(timezone.utc)
             t0 = time.monotonic()
-            k.patch(WORKLOAD, meta(wl)["name"], dl.commit_patch(now), a.namespace,
-                    resource_version=meta(wl).get("resourceVersion"))
+            while True:
+                try:
+                    k.patch(WORKLOAD, meta(wl)["name"], dl.commit_patch(now), a.namespace,
+                            resource_version=meta(wl).get("resourceVersion"))
+                    break
+                except Conflict:
+                    # Kueue wrote the Workload after the cache's copy: read it live and write again (the controller
+                    # does as much, and then decides again; here no decision, only the write)
+                    wl = k.get(WORKLOAD, meta(wl)["name"], a.namespace)
             print(f"{name}: committed timeout on Workload {meta(wl)['name']} (spec.active=false; the write took "
                   f"{(time.monotonic() - t0) * 1000:.0f} ms)", flush=True)
             k.patch(JOB, name, dl.mirror_patch(meta(wl)["name"], now), a.namespace)
