@@ -203,11 +203,10 @@ class Context:
                     f"{meta(p)['namespace']}/{meta(p)['name']} ({(p.get('status') or {}).get('phase')})")
         booked = [f"{meta(pr)['namespace']}/{meta(pr)['name']}" for pr in self.k.list(PROVREQ)[0]
                   if is_true(pr, PROVISIONED) and not is_true(pr, BOOKING_EXPIRED)]
-        shown = [f"{n} ({'Ready' if nodes_.ready(nd) else 'NotReady'}; pods: {', '.join(pods.get(n, [])) or 'none'})"
-                 for nd in nodes for n in [meta(nd)["name"]]]
+        shown = [f"{meta(n)['name']} ({'Ready' if nodes_.ready(n) else 'NotReady'}; "
+                 f"pods: {', '.join(pods.get(meta(n)['name'], [])) or 'none'})" for n in nodes]
         started = [f"{c.lease} {'running' if procs.read_pid(c.pidfile) else 'NOT RUNNING'} (log {c.logfile}: "
-                   f"{(c.logfile.read_text(errors='replace').strip().splitlines() or [''])[-1][-200:] if c.logfile.is_file() else 'none'})"
-                   for c in self.started]
+                   f"{(c.log_text().strip().splitlines() or ['none'])[-1][-200:]})" for c in self.started]
         return (f"left: {'; '.join(shown) or 'none'}; requests still booked: {', '.join(booked) or 'none'}"
                 + (f"; controllers this scenario started: {'; '.join(started)}" if started else ""))
 
