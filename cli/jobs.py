@@ -173,7 +173,7 @@ def watch_cmd(kube_client, kubeconfig, job, namespace, until, timeout, grace, wa
 
     def record(snap):
         if log is not None:
-            log.record_all(snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes))
+            log.record_all(snapshot_states(snap))
     try:
         if not wait and observe.namespace_exists(kube_client, namespace) is False:
             fail(f"namespace {namespace!r} does not exist, so job {namespace}/{job} does not either "

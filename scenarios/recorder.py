@@ -13,7 +13,8 @@ from demo.cluster.multikueue import worker_of
 from demo.cluster.multikueue_kwok import workers_of
 from demo.cluster.state import state_of
 from demo.deadline import protocol as dl
-from demo.jobs import observe, phases
+from demo.jobs import phases
+from demo.jobs.snapshot import Snapshot, assemble
 from demo.timeline.lanes import ObjectLane, deadline_at, decision, lane_for, object_lanes, phase_rows, snapshot_states
 from demo.timeline.log import EventLog, Lines
 from k8s import provreq as provreqs_
@@ -83,9 +84,9 @@ class Recorder:
     def __init__(self, ctx: Context, name: str, log: EventLog | None, interval: float = 0.2, lanes=None):
         """`lanes(snapshot)` gives the lane states to log (default: the standard lanes)."""
         self.ctx, self.name, self.log, self.interval = ctx, name, log, interval
-        self.lanes = lanes or (lambda s: snapshot_states(s.job, s.workload, s.provreqs, s.pods, s.nodes))
+        self.lanes = lanes or snapshot_states
         self.stop_ev = threading.Event()
-        self.samples: list[tuple[float, observe.Snapshot]] = []
+        self.samples: list[tuple[float, Snapshot]] = []
         self.job_uid: str | None = None
         self.objects: dict[str, ObjectLane] = {}        # the object lanes of the last sample
         self.names: dict[str, str] = {name: "Job"}      # object name -> lane, for the controllers' log lines
@@ -147,7 +148,7 @@ class Recorder:
     def _sample(self) -> None:
         with self.lock:
             c = self.caches
-            snap = observe.assemble(self.name, self.job_uid, c[JOB.plural].items(), c[WORKLOAD.plural].items(),
+            snap = assemble(self.name, self.job_uid, c[JOB.plural].items(), c[WORKLOAD.plural].items(),
                                     c[PROVREQ.plural].items(), c[POD.plural].items(), c[NODE.plural].items())
             if snap.job is not None and self.job_uid is None:
                 self.job_uid = snap.job["metadata"]["uid"]
@@ -157,11 +158,11 @@ class Recorder:
                 self.log.record_all(self.lanes(snap), t=now)
                 self._write_details(snap, now)
 
-    def _write_details(self, snap: observe.Snapshot, now: float) -> None:
+    def _write_details(self, snap: Snapshot, now: float) -> None:
         """What the live page shows beyond the summary lanes: one lane per object, the five phases, the
         deadline and the committed decision."""
         log = self.log
-        self.objects = object_lanes(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes, self.objects)
+        self.objects = object_lanes(snap, self.objects)
         for lane, o in self.objects.items():
             log.record(lane, o.state, o.detail, t=now, of=o.of, name=o.name)
             self.names[o.name] = lane
@@ -169,7 +170,7 @@ class Recorder:
         if wl_name:
             self.names[wl_name] = "Workload"
         if snap.job is not None:         # once the Job is gone its last phases stand (the Job lane says deleted)
-            rows, outcome = phase_rows(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes)
+            rows, outcome = phase_rows(snap)
             log.note("phases", rows, t=now, job=self.name, workload=wl_name, outcome=outcome)
         due = deadline_at(snap.job)
         if due is not None:
@@ -277,7 +278,7 @@ class Recorder:
 
     def views(self) -> list[tuple[float, phases.View]]:
         """What `tau-demo watch` would have printed at every sample (the same derivation)."""
-        return [(t, phases.derive(s.job, s.workload, s.provreqs, s.pods, s.nodes)) for t, s in self.samples
+        return [(t, phases.derive(s)) for t, s in self.samples
                 if s.job is not None]
 
 

@@ -1,30 +1,18 @@
-"""Read everything the phase view, the event log and preflight need (I/O, and assemble(), the pure choice of
-one Job's objects that both the live reads and the recorder's caches use)."""
+"""Read everything the phase view, the event log and preflight need (I/O; the choice of one Job's objects is
+snapshot.assemble, which the recorder's caches use too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from k8s import heartbeat
-from k8s import provreq as provreqs_
 from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import ApiError, NotFound
-from k8s.keys import CHECK_NAME, FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, POOL_TABLE, REAL_CA_LEASE, TAUCLUSTER_LEASE
-from k8s.objects import labels, meta
+from k8s.keys import FAKE_CA_LEASE, JOB_CONTROLLER_UID_LABEL, POOL_TABLE, REAL_CA_LEASE, TAUCLUSTER_LEASE
 from k8s.objects import uid as uid_of
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD,
                              PROVREQ, PROVREQ_CONFIG, RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD)
 from .preflight import PreflightInputs, gpu_flavors
-
-
-@dataclass
-class Snapshot:
-    job: dict | None
-    workload: dict | None
-    provreqs: list[dict]
-    pods: list[dict]
-    nodes: list[dict]
+from .snapshot import Snapshot, assemble
 
 
 def workload_for(k: Kube, job: dict) -> dict | None:
@@ -32,19 +20,6 @@ def workload_for(k: Kube, job: dict) -> dict | None:
     uid = job["metadata"]["uid"]
     wls, _ = k.list(WORKLOAD, job["metadata"]["namespace"], label_selector=workloads.job_selector(uid))
     return workloads.of_job(wls, uid)
-
-
-def assemble(name: str, job_uid: str | None, jobs: list[dict], workloads_: list[dict], provreqs: list[dict],
-             pods: list[dict], nodes: list[dict]) -> Snapshot:
-    """One Job's Snapshot from lists of objects (pure): the Job named `name` (with job_uid, only that one: a Job
-    recreated under the same name is not the original), its Workload, the Workload's ProvisioningRequests (by
-    name, or owned by it: another check's, or a name Kueue cut and hashed), the Job's pods, and every node."""
-    job = next((j for j in jobs if meta(j).get("name") == name and (not job_uid or uid_of(j) == job_uid)), None)
-    wl = workloads.of_job(workloads_, uid_of(job)) if job else None
-    mine = provreqs_.of_workload(wl, provreqs, CHECK_NAME) if wl is not None else []
-    u = job_uid or uid_of(job)
-    own_pods = [p for p in pods if u and labels(p).get(JOB_CONTROLLER_UID_LABEL) == u]
-    return Snapshot(job, wl, mine, own_pods, list(nodes))
 
 
 def snapshot(k: Kube, namespace: str, name: str, job_uid: str | None = None) -> Snapshot:

@@ -32,6 +32,8 @@ from k8s.objects import spec as _spec
 from k8s.objects import status as _status
 from k8s.quantity import format_quantity, parse_quantity_exact
 
+from .snapshot import Snapshot
+
 PhaseState = Literal["done", "active", "failed", "pending"]
 Outcome = Literal["waiting", "running", "succeeded", "failed"]
 PHASES = ("Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running")
@@ -352,16 +354,15 @@ def _running(f: _Facts) -> tuple[str, str]:
 _EVALUATORS = (_submitted, _quota, _capacity, _scheduling, _running)
 
 
-def derive(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj],
-           nodes: list[Obj], check_name: str = CHECK_NAME, now: datetime | None = None) -> View:
-    """The phase view of one Job.  `pods` are the Job's pods (the caller filters them); `now` lets
+def derive(snap: Snapshot, check_name: str = CHECK_NAME, now: datetime | None = None) -> View:
+    """The phase view of one Job.  `snap.pods` are the Job's pods (assemble() chooses them); `now` lets
     details say for how long (nodes booting)."""
     facts = _Facts(
-        job=job, workload=workload,
-        provreqs=provreqs_.of_workload(workload, provreqs or [], check_name),
-        pods=[p for p in pods or [] if not deleting(p)],
-        nodes=list(nodes or []), check_name=check_name,
-        check=workloads.admission_check(workload, check_name), need=jobs.parallelism(job), now=now,
+        job=snap.job, workload=snap.workload,
+        provreqs=provreqs_.of_workload(snap.workload, snap.provreqs or [], check_name),
+        pods=[p for p in snap.pods or [] if not deleting(p)],
+        nodes=list(snap.nodes or []), check_name=check_name,
+        check=workloads.admission_check(snap.workload, check_name), need=jobs.parallelism(snap.job), now=now,
     )
     terminal = facts.terminal_failure()
     phases: list[Phase] = []

@@ -10,6 +10,7 @@ from typing import Callable
 
 from k8s.client import Kube
 from . import observe, phases
+from .snapshot import Snapshot
 
 SYMBOL = phases.SYMBOLS
 _COUNTING = re.compile(r" for \d+s")
@@ -21,7 +22,7 @@ class JobNotFound(LookupError):
 
 def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout: float = 600,
            out=None, interval: float = 0.5, live: bool | None = None,
-           on_snapshot: Callable[[observe.Snapshot], None] | None = None,
+           on_snapshot: Callable[[Snapshot], None] | None = None,
            appear_within: float | None = None) -> phases.View:
     """Poll the Job's objects and show the phases until the job runs/finishes/fails.
 
@@ -45,7 +46,7 @@ def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout:
             raise JobNotFound(f"job {namespace}/{name} does not exist (waited {appear_within:.0f}s)")
         if on_snapshot:
             on_snapshot(snap)
-        view = phases.derive(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes,
+        view = phases.derive(snap,
                              now=datetime.now(timezone.utc))
         done = view.outcome in ("succeeded", "failed") or (until == "running" and view.outcome == "running")
         gone = snap.job is None and job_uid is not None

@@ -27,6 +27,7 @@ from k8s.objects import uid as uid_of
 from ..deadline.protocol import BadDeadline, deadline_of
 from ..jobs import phases
 from ..jobs.phases import pod_phase
+from ..jobs.snapshot import Snapshot
 
 LANES = ("Job", "Workload", "AdmissionCheck", "ProvisioningRequest", "Nodes", "Pods")
 
@@ -112,17 +113,16 @@ def _pods_state(pods: list[Obj]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (order.get(kv[0], last), kv[0])))
 
 
-def snapshot_states(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj],
-                    nodes: list[Obj], check_name: str = CHECK_NAME) -> dict[str, str]:
+def snapshot_states(snap: Snapshot, check_name: str = CHECK_NAME) -> dict[str, str]:
     """The current state string of every lane, keyed in LANES order."""
-    check = workloads.admission_check(workload, check_name)
+    check = workloads.admission_check(snap.workload, check_name)
     return {
-        "Job": _job_state(job),
-        "Workload": _workload_state(workload, job),
+        "Job": _job_state(snap.job),
+        "Workload": _workload_state(snap.workload, snap.job),
         "AdmissionCheck": (check or {}).get("state") or "-",
-        "ProvisioningRequest": _provreq_state(workload, provreqs or [], check_name),
-        "Nodes": _nodes_state(nodes or []),
-        "Pods": _pods_state(pods or []),
+        "ProvisioningRequest": _provreq_state(snap.workload, snap.provreqs or [], check_name),
+        "Nodes": _nodes_state(snap.nodes or []),
+        "Pods": _pods_state(snap.pods or []),
     }
 
 
@@ -221,25 +221,26 @@ def _relevant_node(node: Obj, uids: set[str], bound: set[str], since, seen: Mapp
         and made >= since
 
 
-def object_lanes(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj], nodes: list[Obj],
-                 seen: Mapping[str, ObjectLane] | None = None, check_name: str = CHECK_NAME) -> dict[str, ObjectLane]:
+def object_lanes(snap: Snapshot, seen: Mapping[str, ObjectLane] | None = None,
+                 check_name: str = CHECK_NAME) -> dict[str, ObjectLane]:
     """One lane per object of this Job: each ProvisioningRequest attempt, each Node made for it, each
     Pod, keyed by lane name ("ProvisioningRequest #1", "Node <name>", "Pod <name>").  `seen` is the
     previous result: a lane whose object is gone now is GONE (and nodes once shown stay followed)."""
     seen = seen or {}
     out: dict[str, ObjectLane] = {}
-    mine = provreqs_.of_workload(workload, provreqs or [], check_name) if workload is not None else []
+    pods = snap.pods or []
+    mine = provreqs_.of_workload(snap.workload, snap.provreqs or [], check_name) if snap.workload is not None else []
     for pr in mine:
         lane, obj = _provreq_lane(pr, check_name)
         out[lane] = obj
     attempts = {uid_of(pr): _provreq_label(pr, check_name) for pr in mine if uid_of(pr)}
-    bound = {spec(p).get("nodeName") for p in pods or [] if spec(p).get("nodeName")}
-    since = created_at(job)
-    for node in nodes or []:
+    bound = {spec(p).get("nodeName") for p in pods if spec(p).get("nodeName")}
+    since = created_at(snap.job)
+    for node in snap.nodes or []:
         if _relevant_node(node, set(attempts), bound, since, seen):
             lane, obj = _node_lane(node, attempts)
             out[lane] = obj
-    for pod in pods or []:
+    for pod in pods:
         lane, obj = _pod_lane(pod)
         out[lane] = obj
     for lane, obj in seen.items():
@@ -248,11 +249,10 @@ def object_lanes(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pod
     return out
 
 
-def phase_rows(job: Obj | None, workload: Obj | None, provreqs: list[Obj], pods: list[Obj], nodes: list[Obj],
-               check_name: str = CHECK_NAME) -> tuple[list[list[str]], str]:
+def phase_rows(snap: Snapshot, check_name: str = CHECK_NAME) -> tuple[list[list[str]], str]:
     """The five phases of `tau-demo watch` as [name, state, detail] rows, and the outcome.  Without a
     clock: a detail does not count seconds, so the rows change only when the phases do."""
-    view = phases.derive(job, workload, provreqs, pods, nodes, check_name)
+    view = phases.derive(snap, check_name)
     return [[p.name, p.state, p.detail] for p in view.phases], view.outcome
 
 

@@ -1,5 +1,5 @@
 """What the multikueue scenarios decide across the three clusters, as pure functions over what their watches saw:
-one cluster's objects at one moment (Objects), one Job's objects in it (JobView, by the Job's and the Workload's
+one cluster's objects at one moment (Objects), one Job's objects in it (Snapshot, by the Job's and the Workload's
 names: MultiKueue gives the remote copies the manager's names), and over time (samples: (time, Objects), in
 order) which worker admitted first, whether something held or was absent over a whole window, whether a Job that
 ran on a worker was ever reported failed or deleted before it finished, who wrote each ProvisioningRequest
@@ -8,9 +8,10 @@ does the watching)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from demo.jobs.snapshot import Snapshot
 from k8s import job as jobs
 from k8s import provreq as provreqs_
 from k8s import workload as workloads
@@ -29,26 +30,15 @@ class Objects:
     nodes: tuple[Obj, ...] = ()
 
 
-@dataclass(frozen=True)
-class JobView:
-    """One Job's objects in one cluster: its Job and Workload (by name), the Workload's requests for the worker's
-    check, the Job's pods, every node."""
-    job: Obj | None = None
-    workload: Obj | None = None
-    provreqs: list[Obj] = field(default_factory=list)
-    pods: list[Obj] = field(default_factory=list)
-    nodes: list[Obj] = field(default_factory=list)
-
-
 Samples = list[tuple[float, Objects]]
-JobViews = list[tuple[float, JobView]]
+Snapshots = list[tuple[float, Snapshot]]
 
 
 def _named(objs: Iterable[Obj], name: str) -> Obj | None:
     return next((o for o in objs if meta(o).get("name") == name), None)
 
 
-def job_view(objs: Objects, job_name: str, workload_name: str) -> JobView:
+def job_view(objs: Objects, job_name: str, workload_name: str) -> Snapshot:
     """The Job `job_name`'s objects in one cluster.  Its requests are found by the Workload's name even once the
     Workload is gone (a request outlives it until the garbage collector takes it)."""
     job = _named(objs.jobs, job_name)
@@ -58,32 +48,33 @@ def job_view(objs: Objects, job_name: str, workload_name: str) -> JobView:
         pods = [p for p in objs.pods if labels(p).get(JOB_CONTROLLER_UID_LABEL) == uid(job)]
     else:
         pods = [p for p in objs.pods if labels(p).get(JOB_NAME_LABEL) == job_name]
-    return JobView(job, wl, mine, pods, list(objs.nodes))
+    return Snapshot(job, wl, mine, pods, list(objs.nodes))
 
 
-def job_views(samples: Samples, job_name: str, workload_name: str) -> JobViews:
+def job_views(samples: Samples, job_name: str, workload_name: str) -> Snapshots:
     return [(t, job_view(o, job_name, workload_name)) for t, o in samples]
 
 
 # ---------------------------------------------------------------------------- over time
 
-def first(vs: JobViews, pred: Callable[[JobView], object]) -> float | None:
+def first(vs: Snapshots, pred: Callable[[Snapshot], object]) -> float | None:
     """When pred first held, or None."""
     return next((t for t, v in vs if pred(v)), None)
 
 
-def span(vs: JobViews, pred: Callable[[JobView], object]) -> tuple[float, float] | None:
+def span(vs: Snapshots, pred: Callable[[Snapshot], object]) -> tuple[float, float] | None:
     """The first and the last sample at which pred held, or None when it never did."""
     times = [t for t, v in vs if pred(v)]
     return (times[0], times[-1]) if times else None
 
 
-def after(vs: JobViews, since: float | None) -> JobViews:
+def after(vs: Snapshots, since: float | None) -> Snapshots:
     """The samples from `since` on (none when since is None)."""
     return [] if since is None else [(t, v) for t, v in vs if t >= since]
 
 
-def settled(vs: JobViews, since: float | None, present: Callable[[JobView], object]) -> tuple[float | None, list[JobView]]:
+def settled(vs: Snapshots, since: float | None,
+            present: Callable[[Snapshot], object]) -> tuple[float | None, list[Snapshot]]:
     """After `since`: when `present` stopped holding for good (the first sample of the absence that lasts to the
     last sample; None while it still holds at the end), and every view in which it held again after it had
     stopped once (a copy re-created meanwhile)."""
@@ -96,7 +87,7 @@ def settled(vs: JobViews, since: float | None, present: Callable[[JobView], obje
     return (xs[last + 1][0] if last + 1 < len(xs) else None), back
 
 
-def throughout(vs: JobViews, since: float, until: float, pred: Callable[[JobView], object],
+def throughout(vs: Snapshots, since: float, until: float, pred: Callable[[Snapshot], object],
                max_gap: float = 1.0) -> tuple[bool, str]:
     """Did pred hold at every sample from `since` to `until`, with the samples covering the whole window (none
     further than max_gap apart, the first no later than max_gap after `since`, the last no earlier than max_gap
@@ -114,7 +105,7 @@ def throughout(vs: JobViews, since: float, until: float, pred: Callable[[JobView
     return True, f"held at all {len(inside)} samples of the {until - since:.1f}s window"
 
 
-def admitted_first(by_worker: dict[str, JobViews]) -> tuple[str, float] | None:
+def admitted_first(by_worker: dict[str, Snapshots]) -> tuple[str, float] | None:
     """The worker whose copy of the Workload was Admitted first, and when; None if none was."""
     times = [(t, w) for w, vs in by_worker.items() if (t := first(vs, lambda v: workloads.admitted(v.workload)))
              is not None]
@@ -124,13 +115,13 @@ def admitted_first(by_worker: dict[str, JobViews]) -> tuple[str, float] | None:
     return w, t
 
 
-def ran(v: JobView) -> bool:
+def ran(v: Snapshot) -> bool:
     """The Job ran here: unsuspended with a pod running or done."""
     phases = {(p.get("status") or {}).get("phase") for p in v.pods}
     return jobs.started(v.job) and bool(phases & {"Running", "Succeeded"})
 
 
-def disturbed(manager: JobViews, by_worker: dict[str, JobViews]) -> list[str]:
+def disturbed(manager: Snapshots, by_worker: dict[str, Snapshots]) -> list[str]:
     """"A Job that runs on a worker is never reported failed or deleted": for every worker where the Job ran, the
     manager's Job was never marked terminal (the deadline's mirror) nor failed, and the worker's Job was not
     deleted before it finished (the last version seen before it went had succeeded).  The broken rules, as
@@ -152,7 +143,7 @@ def disturbed(manager: JobViews, by_worker: dict[str, JobViews]) -> list[str]:
     return out
 
 
-def conditions_written(by_worker: dict[str, JobViews]) -> dict[str, set[str]]:
+def conditions_written(by_worker: dict[str, Snapshots]) -> dict[str, set[str]]:
     """Who wrote each ProvisioningRequest condition seen on the workers: "<worker> <condition>" -> field managers
     (from managedFields)."""
     out: dict[str, set[str]] = {}
@@ -172,7 +163,7 @@ def not_written_by(writers: dict[str, set[str]], allowed: Iterable[str]) -> list
                   if not who or who - ok)
 
 
-def holds_quota_since(vs: JobViews) -> float | None:
+def holds_quota_since(vs: Snapshots) -> float | None:
     """When the copy of the Workload in this cluster first held quota (QuotaReserved)."""
     return first(vs, lambda v: workloads.quota_reserved(v.workload))
 
@@ -184,7 +175,7 @@ class Dispatch:
     evidence: str
 
 
-def stuck_dispatch(manager: JobViews, by_worker: dict[str, JobViews], stocked: str, t0: float = 0.0) -> Dispatch:
+def stuck_dispatch(manager: Snapshots, by_worker: dict[str, Snapshots], stocked: str, t0: float = 0.0) -> Dispatch:
     """The report: when the worker MultiKueue chooses cannot provision, admission is stuck.  Reproduced when the
     manager's Workload was placed on the stocked-out worker, or never admitted although another worker's copy
     was; not reproduced when another worker admitted it and the manager followed.  Times are said from t0 (the
@@ -208,17 +199,17 @@ def stuck_dispatch(manager: JobViews, by_worker: dict[str, JobViews], stocked: s
                            f"stocked-out {stocked} (quota reserved: {order})")
 
 
-def job_uids(vs: JobViews) -> set[str]:
+def job_uids(vs: Snapshots) -> set[str]:
     return {uid(v.job) for _, v in vs if v.job is not None}
 
 
-def nodes_for(vs: JobViews) -> set[str]:
+def nodes_for(vs: Snapshots) -> set[str]:
     """Every node an autoscaler made for one of the Job's requests seen here (the fake's nodes carry the request's
     uid)."""
     uids = {uid(pr) for _, v in vs for pr in v.provreqs}
     return {meta(n).get("name") for _, v in vs for n in v.nodes if annotations(n).get(PROVREQ_UID_ANNOTATION) in uids}
 
 
-def pods_on(vs: JobViews) -> set[str]:
+def pods_on(vs: Snapshots) -> set[str]:
     """Every node the Job's pods were bound to."""
     return {spec(p).get("nodeName") for _, v in vs for p in v.pods if spec(p).get("nodeName")}

@@ -22,6 +22,7 @@ from demo.cluster.multikueue import MANAGER, worker_of
 from demo.cluster.multikueue_kwok import worker_pools_file, workers_of
 from demo.cluster.state import State, state_of
 from demo.jobs import kueue_names
+from demo.jobs.snapshot import Snapshot
 from demo.timeline import lanes as lanes_
 from demo.timeline.log import EventLog
 from k8s import heartbeat
@@ -227,12 +228,12 @@ class Trio:
         self.workload = kueue_names.workload_name_for_job(meta(job)["name"], uid(job))
 
     def _lanes(self, snap) -> dict[str, str]:
-        states = lanes_.snapshot_states(snap.job, snap.workload, [], [], [], MULTIKUEUE_CHECK)
+        states = lanes_.snapshot_states(Snapshot(snap.job, snap.workload), MULTIKUEUE_CHECK)
         states["AdmissionCheck"] = lanes_.dispatch_state(snap.workload, MULTIKUEUE_CHECK)
         out = self._cluster("manager", lanes_.MANAGER_LANES, states, snap.job, snap.workload)
         for w in self.ws:
             v = checks.job_view(self.remote[w.name].latest(), self.name, self.workload)
-            states = lanes_.snapshot_states(v.job, v.workload, v.provreqs, v.pods, v.nodes, CHECK_NAME)
+            states = lanes_.snapshot_states(v, CHECK_NAME)
             out.update(self._cluster(w.name, lanes_.WORKER_LANES, states, v.job, v.workload))
         return out
 
@@ -245,13 +246,13 @@ class Trio:
         return lanes_.cluster_lanes(cluster, which, states, seen)
 
     # what was seen
-    def manager_views(self) -> checks.JobViews:
-        return [(t, checks.JobView(s.job, s.workload)) for t, s in self.manager.samples]
+    def manager_views(self) -> checks.Snapshots:
+        return [(t, Snapshot(s.job, s.workload)) for t, s in self.manager.samples]
 
-    def worker_views(self) -> dict[str, checks.JobViews]:
+    def worker_views(self) -> dict[str, checks.Snapshots]:
         return {w: checks.job_views(list(cw.samples), self.name, self.workload) for w, cw in self.remote.items()}
 
-    def now(self, worker: str) -> checks.JobView:
+    def now(self, worker: str) -> Snapshot:
         return checks.job_view(self.remote[worker].latest(), self.name, self.workload)
 
     def mark(self, label: str, t: float | None = None) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from demo.deadline import invariants
 from fake_ca.conditions import Reason
 from demo.jobs.observe import snapshot
+from demo.jobs.snapshot import Snapshot
 from demo.timeline import svg
 from k8s import hooks
 from k8s import job as jobs
@@ -75,11 +76,11 @@ def _check_undisturbed(ctx: Context, trio: Trio) -> None:
                           f"before it finished{': ' + '; '.join(broken) if broken else ''}")
 
 
-def _present(v: checks.JobView) -> bool:
+def _present(v: Snapshot) -> bool:
     return v.workload is not None or bool(v.provreqs) or v.job is not None
 
 
-def _gone_for_good(ctx: Context, worker: str, vs: checks.JobViews, decided: float | None, window: float) -> None:
+def _gone_for_good(ctx: Context, worker: str, vs: checks.Snapshots, decided: float | None, window: float) -> None:
     """After the manager's commit: the worker's copy, its request and any Job went within GONE_WITHIN and nothing
     came back for `window` seconds.  A copy MultiKueue re-creates meanwhile is said, and must be inactive and hold
     no quota (Kueue v0.19.2 deletes the copies as out of sync with the now inactive manager Workload, dispatches
@@ -182,7 +183,7 @@ def _recorded_success(ctx: Context, trio: Trio) -> None:
              "the manager's recorder to see the Job succeed")
 
 
-def _stocked_out(v: checks.JobView) -> bool:
+def _stocked_out(v: Snapshot) -> bool:
     """The worker's latest request was answered Provisioned=False/CapacityIsNotFound by its autoscaler."""
     return bool(v.provreqs) and (condition(v.provreqs[-1], PROVISIONED) or {}).get("reason") == Reason.NOT_FOUND
 

@@ -112,7 +112,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
     ctx.step(f"Submit {job} with --deadline {DEADLINE}; count the requests from a watch")
     with kit.Changes(ctx, PROVREQ) as w:
         def lanes(snap):
-            out = snapshot_states(snap.job, snap.workload, snap.provreqs, snap.pods, snap.nodes, check_name=check)
+            out = snapshot_states(snap, check_name=check)
             looping = len(w.events) > 6 and w.events[-1][0] > time.time() - 1
             out["ProvisioningRequest"] = "create/delete loop" if looping else "created" if snap.provreqs else "none"
             return out

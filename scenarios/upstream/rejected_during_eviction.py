@@ -99,7 +99,7 @@ def run(ctx: Context) -> None:
             ext.policy = policy
 
             def lanes(s):
-                return {**snapshot_states(s.job, s.workload, s.provreqs, s.pods, s.nodes),
+                return {**snapshot_states(s),
                         "External check": workloads.check_state(s.workload, CHECK) or "-"}
             with Recorder(ctx, name, log, lanes=lanes) as rec:
                 ctx.step(f"Submit a 1 × 8-GPU Job with --deadline {DEADLINE}s; both checks pass; Kueue admits; "

@@ -230,7 +230,7 @@ def test_commit_patch_sets_inactive_and_the_decision():
 
 
 def _snap(wl=None, job=None, pods=()):
-    from demo.jobs.observe import Snapshot
+    from demo.jobs.snapshot import Snapshot
     return Snapshot(job, wl, [], list(pods), [])
 
 

@@ -7,10 +7,11 @@ import pytest
 import k8s_objects as K
 from demo.timeline.lanes import (AFTER_COMPLETING, GONE, UNSUSPENDED, ObjectLane, deadline_at, decision, job_told,
                                   lane_for, object_lanes, phase_rows, pod_counts, run_phases, snapshot_states, told)
+from demo.jobs.snapshot import Snapshot
 
 
 def states(job=None, workload=None, provreqs=(), pods=(), nodes=(), **kw):
-    return snapshot_states(job, workload, list(provreqs), list(pods), list(nodes), **kw)
+    return snapshot_states(Snapshot(job, workload, list(provreqs), list(pods), list(nodes)), **kw)
 
 
 def deleting(obj):
@@ -100,7 +101,7 @@ def test_workload_states():
 
 
 def objects(snap, seen=None, **kw):
-    return object_lanes(snap["job"], snap["workload"], snap["provreqs"], snap["pods"], snap["nodes"], seen, **kw)
+    return object_lanes(Snapshot(**snap), seen, **kw)
 
 
 PR1 = f"{K.WL_NAME}-{K.CHECK}-1"
@@ -151,19 +152,20 @@ def test_a_node_without_a_request_mark_is_the_jobs_when_its_pods_run_there_or_it
     del nameless["metadata"]["creationTimestamp"]
     other = K.other_node()
     nodes = [plain, pooled, old, nameless, other]
-    got = object_lanes(job, None, [], [], nodes)
+    got = object_lanes(Snapshot(job, None, [], [], nodes))
     assert list(got) == ["Node kwok-gpupool-abcde"]
     assert got["Node kwok-gpupool-abcde"] == ObjectLane("Nodes", "kwok-gpupool-abcde", "Ready", "pool gpupool")
-    assert list(object_lanes(None, None, [], [], nodes)) == []              # no Job: nothing made since
-    assert list(object_lanes(job, None, [], [K.pod(0, "static-gpu-1", "Running")], nodes)) == [
+    assert list(object_lanes(Snapshot(None, None, [], [], nodes))) == []              # no Job: nothing made since
+    assert list(object_lanes(Snapshot(job, None, [], [K.pod(0, "static-gpu-1", "Running")], nodes))) == [
         "Node static-gpu-1", "Node kwok-gpupool-abcde", f"Pod {K.JOB_NAME}-0-x0k9q"]
     seen = {"Node kwok-gpupool-old": ObjectLane("Nodes", "kwok-gpupool-old", "Ready", "")}
-    assert list(object_lanes(job, None, [], [], nodes, seen)) == ["Node kwok-gpupool-abcde", "Node kwok-gpupool-old"]
-    assert object_lanes(job, None, [], [], [plain]) == {}
-    assert object_lanes(job, None, [], [], [K.node("x", "uid-of-nobody")]) == {}
+    assert list(object_lanes(Snapshot(job, None, [], [], nodes), seen)) == ["Node kwok-gpupool-abcde",
+                                                                            "Node kwok-gpupool-old"]
+    assert object_lanes(Snapshot(job, None, [], [], [plain])) == {}
+    assert object_lanes(Snapshot(job, None, [], [], [K.node("x", "uid-of-nobody")])) == {}
     same_moment = K.node("kwok-gpupool-same")
     same_moment["metadata"]["creationTimestamp"] = job["metadata"]["creationTimestamp"]
-    assert list(object_lanes(job, None, [], [], [same_moment])) == ["Node kwok-gpupool-same"]
+    assert list(object_lanes(Snapshot(job, None, [], [], [same_moment]))) == ["Node kwok-gpupool-same"]
 
 
 def test_objects_gone_since_the_last_poll_end_their_lanes():
@@ -180,7 +182,7 @@ def test_pod_states():
             K.pod(4, K.NODE_B, "Failed"), deleting(K.pod(5, K.NODE_B, "Running")), K.pod(6, unschedulable="no room")]
     del pods[0]["status"]["phase"]
     pods[6]["status"]["conditions"][0]["reason"] = ""
-    got = object_lanes(None, None, [], pods, [])
+    got = object_lanes(Snapshot(None, None, [], pods, []))
     assert [(o.state, o.detail) for o in got.values()] == [
         ("pending", ""), ("scheduled", f"on {K.NODE_A}"), ("running", f"on {K.NODE_A}"),
         ("succeeded", f"on {K.NODE_B}"), ("failed", f"on {K.NODE_B}"), ("terminating", f"on {K.NODE_B}"),
@@ -189,10 +191,10 @@ def test_pod_states():
     quiet["status"]["conditions"][0].update({"reason": "WaitingX", "message": ""})
     scheduled_true = K.pod(8)
     scheduled_true["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "message": "m"}]
-    assert [o.detail for o in object_lanes(None, None, [], [quiet, scheduled_true], []).values()] == ["WaitingX", ""]
+    assert [o.detail for o in object_lanes(Snapshot(pods=[quiet, scheduled_true])).values()] == ["WaitingX", ""]
     nameless = K.pod(9)
     del nameless["metadata"]["name"]
-    assert list(object_lanes(None, None, [], [nameless], [])) == ["Pod ?"]
+    assert list(object_lanes(Snapshot(None, None, [], [nameless], []))) == ["Pod ?"]
 
 
 def test_request_lanes_follow_the_attempts_of_this_workload_only():
@@ -200,19 +202,19 @@ def test_request_lanes_follow_the_attempts_of_this_workload_only():
     second = K.provreq(2, [K.cond("Accepted", "True", "Accepted"),
                            K.cond("Provisioned", "False", "CapacityIsNotFound", "no")])
     second["metadata"]["deletionTimestamp"] = K.ts(50)
-    got = object_lanes(K.job(), K.workload(), [K.provreq(1), second, other], [], [])
+    got = object_lanes(Snapshot(K.job(), K.workload(), [K.provreq(1), second, other], [], []))
     assert list(got) == ["ProvisioningRequest #1", "ProvisioningRequest #2"]
     assert got["ProvisioningRequest #1"].state == "created"
     assert got["ProvisioningRequest #2"].state == "deleting"
     del second["metadata"]["deletionTimestamp"]
-    assert object_lanes(K.job(), K.workload(), [second], [], [])["ProvisioningRequest #2"].state == \
+    assert object_lanes(Snapshot(K.job(), K.workload(), [second], [], []))["ProvisioningRequest #2"].state == \
         "Accepted · CapacityIsNotFound"
-    assert object_lanes(K.job(), None, [K.provreq(1)], [], []) == {}        # no Workload: no request is its
+    assert object_lanes(Snapshot(K.job(), None, [K.provreq(1)], [], [])) == {}        # no Workload: no request is its
     odd = K.provreq(1)
     odd["metadata"]["name"] = "hand-made"
-    assert list(object_lanes(K.job(), K.workload(), [odd], [], [])) == ["ProvisioningRequest hand-made"]
+    assert list(object_lanes(Snapshot(K.job(), K.workload(), [odd], [], []))) == ["ProvisioningRequest hand-made"]
     del odd["metadata"]["name"]
-    assert object_lanes(K.job(), K.workload(), [odd], [], [])["ProvisioningRequest ?"].name == "?"
+    assert object_lanes(Snapshot(K.job(), K.workload(), [odd], [], []))["ProvisioningRequest ?"].name == "?"
 
 
 def test_nodes_made_for_a_request_that_is_no_longer_listed_stay_followed_once_seen():
@@ -228,23 +230,23 @@ def test_requests_of_another_admission_check_and_a_request_without_a_uid():
     pr = K.provreq(2)
     pr["metadata"]["name"] = f"{K.WL_NAME}-capacity-check-2"
     del pr["metadata"]["ownerReferences"]                 # matched by its name alone
-    got = object_lanes(K.job(), K.workload(), [pr], [], [], check_name="capacity-check")
+    got = object_lanes(Snapshot(K.job(), K.workload(), [pr], [], []), check_name="capacity-check")
     assert list(got) == ["ProvisioningRequest #2"]
-    assert object_lanes(K.job(), K.workload(), [pr], [], []) == {}
+    assert object_lanes(Snapshot(K.job(), K.workload(), [pr], [], [])) == {}
     nameless = K.provreq(1)
     del nameless["metadata"]["uid"]
     plain = K.node("kwok-gpupool-abcde")                  # no request uid, made after the Job
-    assert object_lanes(K.job(), K.workload(), [nameless], [], [plain])["Node kwok-gpupool-abcde"].detail == \
+    assert object_lanes(Snapshot(K.job(), K.workload(), [nameless], [], [plain]))["Node kwok-gpupool-abcde"].detail == \
         "pool gpupool"
 
 
 def test_a_node_without_a_pool_label_has_no_pool_in_its_detail():
     n = K.node(K.NODE_A, K.provreq_uid(1))
     del n["metadata"]["labels"]["cluster-autoscaler.kwok.nodegroup/name"]
-    got = object_lanes(K.job(), K.workload(), [K.provreq(1)], [], [n])
+    got = object_lanes(Snapshot(K.job(), K.workload(), [K.provreq(1)], [], [n]))
     assert got[f"Node {K.NODE_A}"].detail == "made for ProvisioningRequest #1"
     del n["metadata"]["name"]
-    assert "Node ?" in object_lanes(K.job(), K.workload(), [K.provreq(1)], [], [n])
+    assert "Node ?" in object_lanes(Snapshot(K.job(), K.workload(), [K.provreq(1)], [], [n]))
 
 
 # ---------------------------------------------------------------------------- phases, deadline, decision
@@ -252,17 +254,17 @@ def test_a_node_without_a_pool_label_has_no_pool_in_its_detail():
 def test_phase_rows_are_watchs_five_phases_without_counting_seconds():
     snap = K.snap_admitted_pods_pending()
     snap["nodes"][0]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    rows, outcome = phase_rows(**snap)
+    rows, outcome = phase_rows(Snapshot(**snap))
     assert [r[0] for r in rows] == ["Submitted", "Quota reserved", "Capacity provisioning", "Pod scheduling", "Running"]
     assert [r[1] for r in rows] == ["done", "done", "done", "active", "pending"]
     assert rows[3][2] == "0/2 scheduled: 1 node(s) booting (NotReady until their VMs are up)"
     assert outcome == "waiting"
-    assert phase_rows(**K.snap_job_complete())[1] == "succeeded"
+    assert phase_rows(Snapshot(**K.snap_job_complete()))[1] == "succeeded"
     pr = K.provreq(1)
     pr["metadata"]["name"] = f"{K.WL_NAME}-other-check-1"
     wl = K.workload(checks=[{"name": "other-check", "state": "Pending", "message": "asked"}],
                     conditions=[K.cond("QuotaReserved", "True", "QuotaReserved")])
-    rows, _ = phase_rows(K.job(), wl, [pr], [], [], check_name="other-check")
+    rows, _ = phase_rows(Snapshot(K.job(), wl, [pr], [], []), check_name="other-check")
     assert rows[2] == ["Capacity provisioning", "active", "asked"]
 
 
@@ -314,11 +316,11 @@ def test_a_request_of_another_check_owned_by_the_workload_is_no_attempt_of_ours(
     other["metadata"]["name"] = f"{K.WL_NAME}-other-check-3"         # owned by the Workload, like ours
     assert states(workload=K.workload(), provreqs=[other])["ProvisioningRequest"] == \
         f"{K.WL_NAME}-other-check-3 created"
-    got = object_lanes(K.job(), K.workload(), [other], [], [])
+    got = object_lanes(Snapshot(K.job(), K.workload(), [other], [], []))
     assert list(got) == [f"ProvisioningRequest {K.WL_NAME}-other-check-3"]
     assert got[f"ProvisioningRequest {K.WL_NAME}-other-check-3"].state == "created"
     n = K.node(K.NODE_A, K.provreq_uid(3))
-    assert object_lanes(K.job(), K.workload(), [other], [], [n])[f"Node {K.NODE_A}"].detail == \
+    assert object_lanes(Snapshot(K.job(), K.workload(), [other], [], [n]))[f"Node {K.NODE_A}"].detail == \
         f"pool gpupool, made for ProvisioningRequest {K.WL_NAME}-other-check-3"
 
 
@@ -328,7 +330,7 @@ def test_a_request_whose_name_kueue_cut_and_hashed_is_labelled_by_its_name_not_a
     cut = K.provreq(1)
     cut["metadata"]["name"] = f"{K.WL_NAME}-gpu-prov-9f3e2-7"
     assert states(workload=K.workload(), provreqs=[cut])["ProvisioningRequest"] == f"{K.WL_NAME}-gpu-prov-9f3e2-7 created"
-    lanes = object_lanes(K.job(), K.workload(), [cut], [], [K.node(K.NODE_A, K.provreq_uid(1))])
+    lanes = object_lanes(Snapshot(K.job(), K.workload(), [cut], [], [K.node(K.NODE_A, K.provreq_uid(1))]))
     assert f"ProvisioningRequest {K.WL_NAME}-gpu-prov-9f3e2-7" in lanes
     assert f"made for ProvisioningRequest {K.WL_NAME}-gpu-prov-9f3e2-7" in lanes[f"Node {K.NODE_A}"].detail
 

@@ -21,6 +21,7 @@ from k8s.keys import (KUEUE_NAMESPACE, MULTIKUEUE_CHECK, MULTIKUEUE_CONTROLLER, 
                       PROVISIONING_CONTROLLER)
 from k8s.manifests import ManifestError, load_manifest
 from k8s.paths import MANIFESTS, POOLS_FILE
+from demo.jobs.snapshot import Snapshot
 
 RECORDED = Path(__file__).parent / "recorded"
 OBJECTS = [d for d in yaml.safe_load_all((RECORDED / "multikueue-objects.yaml").read_text()) if d]
@@ -275,7 +276,7 @@ def test_a_dispatched_workload_names_its_workers_then_the_one_that_admitted_it()
 
 
 def test_cluster_lanes_are_named_per_cluster_and_say_none_for_what_was_never_there():
-    states = lanes.snapshot_states(None, None, [], [], [])
+    states = lanes.snapshot_states(Snapshot(None, None, [], [], []))
     out = lanes.cluster_lanes("worker-1", lanes.WORKER_LANES, states, set())
     assert list(out) == ["worker-1 Workload", "worker-1 check", "worker-1 ProvReq", "worker-1 Job", "worker-1 Pods",
                          "worker-1 Nodes"]

@@ -12,18 +12,19 @@ import k8s_objects as K
 from demo.jobs.phases import derive, pod_phase, pool_line, quota_summary
 from k8s import job as jobs
 from k8s import provreq as provreqs
+from demo.jobs.snapshot import Snapshot
 
 RESERVED = K.cond("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue gpu-a100", at=5)
 ADMITTED = K.cond("Admitted", "True", "Admitted", "The workload is admitted", at=31)
 
 
 def view(job=None, workload=None, provreqs=(), pods=(), nodes=(), **kw):
-    v = derive(job, workload, list(provreqs), list(pods), list(nodes), **kw)
+    v = derive(Snapshot(job, workload, list(provreqs), list(pods), list(nodes)), **kw)
     return [(p.state, p.detail) for p in v.phases], v.outcome, v.reason
 
 
 def phase(name, job=None, workload=None, provreqs=(), pods=(), nodes=(), **kw):
-    v = derive(job, workload, list(provreqs), list(pods), list(nodes), **kw)
+    v = derive(Snapshot(job, workload, list(provreqs), list(pods), list(nodes)), **kw)
     p = v.phase(name)
     return p.state, p.detail
 
@@ -403,7 +404,7 @@ def test_a_terminal_mark_other_than_the_deadline():
 
 
 def test_asking_for_a_phase_that_does_not_exist():
-    v = derive(None, None, [], [], [])
+    v = derive(Snapshot(None, None, [], [], []))
     with pytest.raises(KeyError) as e:
         v.phase("Booting")
     assert e.value.args == ("Booting",)
@@ -437,7 +438,7 @@ def test_pods_waiting_for_the_nodes_their_request_is_booting_say_for_how_long():
     only_untimed = [booting("no-time")]
     assert phase("Pod scheduling", *args[:4], only_untimed, now=NOW) == \
         ("active", "0/2 scheduled: 1 node(s) booting (NotReady until their VMs are up)")
-    v = derive(*args, now=NOW)
+    v = derive(Snapshot(*args), now=NOW)
     assert (v.outcome, v.reason) == ("waiting", "0/2 scheduled: 3 node(s) booting for 60s (NotReady until their VMs are up)")
 
 

@@ -9,6 +9,7 @@ import pytest
 import k8s_objects as K
 from demo.jobs.phases import PHASES, View, derive, over_run, pool_line, quota_summary
 from k8s.quantity import parse_quantity_exact as parse_quantity
+from demo.jobs.snapshot import Snapshot
 
 SUCCESS_SAMPLE = """\
   ✓ Submitted              Job applied (suspended)
@@ -32,14 +33,14 @@ def details(view: View) -> dict[str, str]:
 # ------------------------------------------------------------------------ the happy path
 
 def test_no_job_yet():
-    v = derive(None, None, [], [], [])
+    v = derive(Snapshot(None, None, [], [], []))
     assert states(v) == ["active", "pending", "pending", "pending", "pending"]
     assert v.phases[0].detail == "waiting for the Job"
     assert (v.outcome, v.reason) == ("waiting", "waiting for the Job")
 
 
 def test_fresh_suspended_job_without_workload():
-    v = derive(**K.snap_fresh())
+    v = derive(Snapshot(**K.snap_fresh()))
     assert [p.name for p in v.phases] == list(PHASES)
     assert states(v) == ["done", "active", "pending", "pending", "pending"]
     assert details(v)["Submitted"] == "Job applied (suspended)"
@@ -49,11 +50,11 @@ def test_fresh_suspended_job_without_workload():
 
 def test_unmanaged_running_job_is_just_applied():
     j = K.job(suspend=False, queue=False)
-    assert details(derive(j, None, [], [], []))["Submitted"] == "Job applied"
+    assert details(derive(Snapshot(j, None, [], [], [])))["Submitted"] == "Job applied"
 
 
 def test_workload_pending_shows_the_quota_message():
-    v = derive(**K.snap_pending())
+    v = derive(Snapshot(**K.snap_pending()))
     assert states(v) == ["done", "active", "pending", "pending", "pending"]
     assert details(v)["Quota reserved"] == K.PENDING_MSG
     assert v.reason.startswith("couldn't assign flavors")
@@ -61,7 +62,7 @@ def test_workload_pending_shows_the_quota_message():
 
 
 def test_quota_reserved_check_pending_shows_the_check_message():
-    v = derive(**K.snap_reserved_check_pending())
+    v = derive(Snapshot(**K.snap_reserved_check_pending()))
     assert states(v) == ["done", "done", "active", "pending", "pending"]
     assert details(v)["Quota reserved"] == QUOTA
     assert details(v)["Capacity provisioning"] == K.NOT_FOUND_MSG
@@ -72,11 +73,11 @@ def test_check_pending_without_message_falls_back_to_provreq_then_autoscaler():
     snap = K.snap_reserved_check_pending()
     snap["workload"]["status"]["admissionChecks"] = [K.check("Pending", "", at=12)]
     # the newest ProvReq's Provisioned message
-    assert details(derive(**snap))["Capacity provisioning"] == "Capacity is not found"
+    assert details(derive(Snapshot(**snap)))["Capacity provisioning"] == "Capacity is not found"
     # no ProvReq of this workload (the only one given belongs to another workload)
     snap["provreqs"] = [K.provreq(1, [K.cond("Provisioned", "False", "X", "not mine")],
                                   wl_name="job-other-00000", wl_uid="other-uid")]
-    assert details(derive(**snap))["Capacity provisioning"] == "waiting for the autoscaler"
+    assert details(derive(Snapshot(**snap)))["Capacity provisioning"] == "waiting for the autoscaler"
 
 
 def test_newest_attempt_wins():
@@ -86,11 +87,11 @@ def test_newest_attempt_wins():
     new = K.provreq(2, [K.cond("Accepted", "True", "Accepted"),
                         K.cond("Provisioned", "False", "CapacityIsNotFound", "attempt two waits")])
     snap["provreqs"] = [new, old]
-    assert details(derive(**snap))["Capacity provisioning"] == "attempt two waits"
+    assert details(derive(Snapshot(**snap)))["Capacity provisioning"] == "attempt two waits"
 
 
 def test_check_retry():
-    v = derive(**K.snap_check_retry())
+    v = derive(Snapshot(**K.snap_check_retry()))
     assert states(v) == ["done", "done", "active", "pending", "pending"]
     d = details(v)["Capacity provisioning"]
     assert d == "retry after attempt 1: ValidUntilSeconds passed: capacity not found"
@@ -98,14 +99,14 @@ def test_check_retry():
 
 
 def test_retry_backoff_quota_released():
-    v = derive(**K.snap_retry_backoff())
+    v = derive(Snapshot(**K.snap_retry_backoff()))
     assert states(v) == ["done", "active", "pending", "pending", "pending"]
     assert details(v)["Quota reserved"].startswith("retry after attempt 1: ")
     assert "2025-06-01T10:00:45Z" in details(v)["Quota reserved"]
 
 
 def test_admitted_and_provisioned_pods_pending():
-    v = derive(**K.snap_admitted_pods_pending())
+    v = derive(Snapshot(**K.snap_admitted_pods_pending()))
     assert states(v) == ["done", "done", "done", "active", "pending"]
     # only the two nodes annotated with the provisioned ProvReq's uid count, not other_node()
     assert details(v)["Capacity provisioning"] == BOOKED
@@ -118,13 +119,13 @@ def test_admitted_and_provisioned_pods_pending():
 def test_one_of_two_pods_bound():
     snap = K.snap_admitted_pods_pending()
     snap["pods"][0] = K.pod(0, K.NODE_A, "Pending")
-    v = derive(**snap)
+    v = derive(Snapshot(**snap))
     assert v.phases[3].state == "active"
     assert v.phases[3].detail.startswith("1/2 scheduled")
 
 
 def test_admitted_but_not_yet_unsuspended():
-    v = derive(**K.snap_admitted_job_still_suspended())
+    v = derive(Snapshot(**K.snap_admitted_job_still_suspended()))
     assert states(v) == ["done", "done", "done", "active", "pending"]
     assert v.reason == "waiting for Kueue to unsuspend the Job"
 
@@ -132,11 +133,11 @@ def test_admitted_but_not_yet_unsuspended():
 def test_provisioned_without_new_nodes():
     snap = K.snap_admitted_pods_pending()
     snap["nodes"] = [K.other_node()]
-    assert details(derive(**snap))["Capacity provisioning"] == "capacity found on existing nodes"
+    assert details(derive(Snapshot(**snap)))["Capacity provisioning"] == "capacity found on existing nodes"
 
 
 def test_pods_running():
-    v = derive(**K.snap_pods_running())
+    v = derive(Snapshot(**K.snap_pods_running()))
     assert states(v) == ["done", "done", "done", "done", "active"]
     assert details(v)["Pod scheduling"] == f"2/2 on {K.NODE_A}, {K.NODE_B}"
     assert details(v)["Running"] == "Running (2/2 pods)"
@@ -146,38 +147,38 @@ def test_pods_running():
 def test_one_pod_running_is_still_waiting():
     snap = K.snap_pods_running()
     snap["pods"][1] = K.pod(1, K.NODE_A, "Pending")
-    v = derive(**snap)
+    v = derive(Snapshot(**snap))
     assert details(v)["Running"] == "Running (1/2 pods)"
     assert v.outcome == "waiting"
 
 
 def test_job_complete():
-    v = derive(**K.snap_job_complete())
+    v = derive(Snapshot(**K.snap_job_complete()))
     assert states(v) == ["done"] * 5
     assert (v.outcome, v.reason) == ("succeeded", "")
     assert v.render() == SUCCESS_SAMPLE
 
 
 def test_render_exact_for_stored_fixture():
-    v = derive(**K.load_fixture("succeeded.yaml"))
+    v = derive(Snapshot(**K.load_fixture("succeeded.yaml")))
     assert v.render() == SUCCESS_SAMPLE
     assert v.outcome == "succeeded"
 
 
 def test_render_symbols_and_padding():
-    v = derive(**K.snap_rejected())
+    v = derive(Snapshot(**K.snap_rejected()))
     lines = v.render().splitlines()
     assert lines[0] == "  ✓ Submitted              Job applied (suspended)"
     assert lines[2].startswith("  ✗ Capacity provisioning  rejected by admission check: ")
     assert lines[3] == "  · Pod scheduling"
-    active = derive(**K.snap_pending()).render().splitlines()[1]
+    active = derive(Snapshot(**K.snap_pending())).render().splitlines()[1]
     assert active.startswith("  … Quota reserved         couldn't")
 
 
 # ---------------------------------------------------------------------------- failures
 
 def test_deadline_deactivated_after_quota():
-    v = derive(**K.snap_deadline())
+    v = derive(Snapshot(**K.snap_deadline()))
     assert states(v) == ["done", "done", "failed", "pending", "pending"]
     assert details(v)["Capacity provisioning"] == "admission deadline passed: workload deactivated"
     assert (v.outcome, v.reason) == ("failed", "admission deadline passed: workload deactivated")
@@ -188,20 +189,20 @@ def test_deadline_in_the_race_window_before_eviction():
     snap = K.snap_reserved_check_pending()
     snap["workload"]["spec"]["active"] = False
     snap["workload"]["metadata"]["annotations"]["tau-demo.io/admission-decision"] = "timed-out"
-    v = derive(**snap)
+    v = derive(Snapshot(**snap))
     assert states(v) == ["done", "done", "failed", "pending", "pending"]
     assert details(v)["Quota reserved"] == QUOTA
     assert v.reason == "admission deadline passed: workload deactivated"
 
 
 def test_deadline_while_queued_fails_quota_phase():
-    v = derive(**K.snap_deadline_while_queued())
+    v = derive(Snapshot(**K.snap_deadline_while_queued()))
     assert states(v) == ["done", "failed", "pending", "pending", "pending"]
     assert v.reason == "admission deadline passed: workload deactivated"
 
 
 def test_rejected_by_admission_check():
-    v = derive(**K.snap_rejected())
+    v = derive(Snapshot(**K.snap_rejected()))
     assert states(v) == ["done", "done", "failed", "pending", "pending"]
     assert v.reason == f"rejected by admission check: {K.REJECT_MSG}"
     assert v.outcome == "failed"
@@ -214,7 +215,7 @@ def test_rejected_after_check_reset_uses_eviction_message():
     del wl["status"]["admission"]
     wl["status"]["conditions"][0] = K.cond("QuotaReserved", "False", "Pending", "The workload is deactivated")
     wl["status"]["conditions"].append(K.cond("Requeued", "False", "DeactivatedDueToAdmissionCheck", ""))
-    v = derive(**snap)
+    v = derive(Snapshot(**snap))
     assert states(v) == ["done", "done", "failed", "pending", "pending"]
     assert v.reason == ("rejected by admission check: The workload is deactivated due to rejected "
                         "admission check(s): gpu-provisioning")
@@ -224,12 +225,12 @@ def test_manual_deactivation_names_the_eviction():
     snap = K.snap_deadline()
     del snap["workload"]["metadata"]["annotations"]["tau-demo.io/admission-decision"]
     snap["job"]["metadata"]["annotations"] = {}
-    assert derive(**snap).reason == "The workload is deactivated"
+    assert derive(Snapshot(**snap)).reason == "The workload is deactivated"
 
 
 def test_terminal_mirror_without_workload_fails_the_open_phase():
     j = K.job(annotations=K.mirror_annotations())
-    v = derive(j, None, [], [], [])
+    v = derive(Snapshot(j, None, [], [], []))
     assert states(v) == ["done", "failed", "pending", "pending", "pending"]
     assert v.reason == ("AdmissionTimeout: admission deadline passed at 2025-06-01T10:01:01.250000Z "
                         f"(Workload {K.WL_NAME} deactivated)")
@@ -239,7 +240,7 @@ def test_terminal_mirror_on_a_running_job_fails_running():
     """The legacy order (mark the owner first) can leave the mark on an admitted, running Job."""
     snap = K.snap_pods_running()
     snap["job"]["metadata"]["annotations"] = {"tau-demo.io/terminal-reason": "AdmissionTimeout"}
-    v = derive(**snap)
+    v = derive(Snapshot(**snap))
     assert states(v) == ["done", "done", "done", "done", "failed"]
     assert v.reason == "AdmissionTimeout: admission deadline passed"
 
@@ -250,7 +251,7 @@ def test_job_failed_while_running():
         K.cond("FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
         K.cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]
     snap["pods"] = [K.pod(0, K.NODE_B, "Failed"), K.pod(1, K.NODE_A, "Succeeded")]
-    v = derive(**snap)
+    v = derive(Snapshot(**snap))
     assert states(v) == ["done", "done", "done", "done", "failed"]
     assert v.reason == "BackoffLimitExceeded: Job has reached the specified backoff limit"
     assert v.outcome == "failed"
@@ -259,7 +260,7 @@ def test_job_failed_while_running():
 def test_inputs_are_not_modified():
     snap = K.snap_deadline()
     before = copy.deepcopy(snap)
-    derive(**snap)
+    derive(Snapshot(**snap))
     assert snap == before
 
 

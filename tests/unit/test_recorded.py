@@ -11,6 +11,7 @@ import yaml
 from demo.deadline import protocol as dl
 from demo.jobs import phases
 from k8s.objects import parse_time
+from demo.jobs.snapshot import Snapshot
 
 REC = {x["state"]: x for x in yaml.safe_load((Path(__file__).parent / "recorded" / "workloads.yaml").read_text())}
 
@@ -73,7 +74,7 @@ def test_recorded_committed_timeout_is_mirrored_to_its_job(state):
 
 def test_recorded_deactivated_workload_fails_the_capacity_phase():
     r = REC["committed-timeout-evicted"]
-    v = phases.derive(r["job"], r["workload"], [], [], [])
+    v = phases.derive(Snapshot(r["job"], r["workload"], [], [], []))
     assert v.outcome == "failed"
     assert v.phase("Capacity provisioning").state == "failed"
     assert "admission deadline passed" in v.phase("Capacity provisioning").detail
@@ -81,7 +82,7 @@ def test_recorded_deactivated_workload_fails_the_capacity_phase():
 
 def test_recorded_quota_reserved_workload_waits_for_capacity():
     r = REC["quota-reserved"]
-    v = phases.derive(r["job"], r["workload"], [], [], [])
+    v = phases.derive(Snapshot(r["job"], r["workload"], [], [], []))
     assert v.phase("Quota reserved").state == "done"
     assert v.phase("Quota reserved").detail == "16 nvidia.com/gpu on ClusterQueue gpu-a100 (flavor a100-scale)"
     assert v.phase("Capacity provisioning").state == "active"
@@ -90,5 +91,5 @@ def test_recorded_quota_reserved_workload_waits_for_capacity():
 
 def test_recorded_finished_workload_is_done_through_capacity():
     r = REC["finished"]
-    v = phases.derive(r["job"], r["workload"], [], [], [])
+    v = phases.derive(Snapshot(r["job"], r["workload"], [], [], []))
     assert [p.state for p in v.phases[:3]] == ["done", "done", "done"]

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 import k8s_objects as K
-from demo.jobs.observe import Snapshot
+from demo.jobs.snapshot import Snapshot
 from demo.timeline import log as event_log
 from demo.timeline.log import EventLog
 from demo.deadline import protocol as dl

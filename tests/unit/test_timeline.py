@@ -14,6 +14,7 @@ from demo.timeline import svg as timeline
 from demo.timeline import log as events
 from demo.timeline.lanes import snapshot_states
 from demo.timeline.log import EventLog
+from demo.jobs.snapshot import Snapshot
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -93,25 +94,25 @@ def test_read_rejects_a_corrupt_middle_line(tmp_path):
 # ----------------------------------------------------------------------- snapshot_states
 
 def test_snapshot_fresh_job():
-    assert snapshot_states(**K.snap_fresh()) == {
+    assert snapshot_states(Snapshot(**K.snap_fresh())) == {
         "Job": "suspended", "Workload": "none", "AdmissionCheck": "-",
         "ProvisioningRequest": "none", "Nodes": "0", "Pods": "0"}
 
 
 def test_snapshot_while_provisioning():
-    s = snapshot_states(**K.snap_reserved_check_pending())
+    s = snapshot_states(Snapshot(**K.snap_reserved_check_pending()))
     # the autoscaler's Provisioned=False reason shows beside the attempt
     assert (s["Workload"], s["AdmissionCheck"], s["ProvisioningRequest"]) == (
         "quota reserved", "Pending", "#1 Accepted · CapacityIsNotFound")
 
 
 def test_snapshot_retry():
-    s = snapshot_states(**K.snap_check_retry())
+    s = snapshot_states(Snapshot(**K.snap_check_retry()))
     assert (s["AdmissionCheck"], s["ProvisioningRequest"]) == ("Retry", "#1 Failed")
 
 
 def test_snapshot_admitted_pods_pending():
-    assert snapshot_states(**K.snap_admitted_pods_pending()) == {
+    assert snapshot_states(Snapshot(**K.snap_admitted_pods_pending())) == {
         "Job": "running", "Workload": "admitted", "AdmissionCheck": "Ready",
         "ProvisioningRequest": "#1 Provisioned", "Nodes": "3", "Pods": "2 pending"}
 
@@ -120,17 +121,17 @@ def test_snapshot_mixed_pods_and_deleting_nodes():
     snap = K.snap_pods_running()
     snap["pods"][1] = K.pod(1, K.NODE_A, "Succeeded")
     snap["nodes"] = [K.node(K.NODE_A, "u"), K.node(K.NODE_B, "u", deleting=True)]
-    s = snapshot_states(**snap)
+    s = snapshot_states(Snapshot(**snap))
     assert (s["Pods"], s["Nodes"]) == ("1 running, 1 succeeded", "1 (1 deleting)")
 
 
 def test_snapshot_complete():
-    s = snapshot_states(**K.snap_job_complete())
+    s = snapshot_states(Snapshot(**K.snap_job_complete()))
     assert (s["Job"], s["Workload"], s["Pods"]) == ("succeeded", "finished", "2 succeeded")
 
 
 def test_snapshot_deadline():
-    s = snapshot_states(**K.snap_deadline())
+    s = snapshot_states(Snapshot(**K.snap_deadline()))
     assert s["Job"] == "suspended · marked AdmissionTimeout"
     assert s["Workload"] == "evicted: Deactivated"
     assert s["ProvisioningRequest"] == "none"
@@ -139,13 +140,13 @@ def test_snapshot_deadline():
 def test_snapshot_inactive_before_eviction_and_deleted():
     snap = K.snap_reserved_check_pending()
     snap["workload"]["spec"]["active"] = False
-    assert snapshot_states(**snap)["Workload"] == "inactive"
-    assert snapshot_states(None, None, [], [], [])["Job"] == "deleted"
-    assert snapshot_states(None, None, [], [], [])["Workload"] == "deleted"
+    assert snapshot_states(Snapshot(**snap))["Workload"] == "inactive"
+    assert snapshot_states(Snapshot(None, None, [], [], []))["Job"] == "deleted"
+    assert snapshot_states(Snapshot(None, None, [], [], []))["Workload"] == "deleted"
 
 
 def test_snapshot_rejected():
-    s = snapshot_states(**K.snap_rejected())
+    s = snapshot_states(Snapshot(**K.snap_rejected()))
     assert (s["Workload"], s["AdmissionCheck"], s["ProvisioningRequest"]) == (
         "evicted: DeactivatedDueToAdmissionCheck", "Rejected", "#3 Failed")
 
