@@ -193,9 +193,9 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
             after = [s for t, s in rec.samples if commits and t >= commits[0][0]]
             started = [t for t, _, j in jw.events if commits and t >= commits[0][0] and jobs.started(j)] \
                 + [t for t, s in rec.samples if commits and t >= commits[0][0] and s.pods]
-            flips = [(t, j["spec"].get("suspend")) for t, _, j in jw.events if commits and t >= commits[0][0]]
-            off = next((t for t, sus in flips if sus is False), None)
-            back = next((t for t, sus in flips if off and t > off and sus is not False), None)
+            flips = [(t, jobs.started(j)) for t, _, j in jw.events if commits and t >= commits[0][0]]
+            off = next((t for t, on in flips if on), None)
+            back = next((t for t, on in flips if off and t > off and not on), None)
             fact = {"outcome": outcome, "committed": bool(commits), "ran_after": bool(started),
                     "unsuspended_ms": round(((back or time.time()) - off) * 1000) if off else 0,
                     "pods_after": max((len(s.pods) for s in after), default=0),

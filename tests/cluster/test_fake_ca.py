@@ -9,6 +9,7 @@ import pytest
 from demo.jobs.preflight import Gang
 from demo.jobs.render import job_template, render_job
 from k8s import heartbeat, hooks
+from k8s import job as jobs
 from k8s import resources as R
 from k8s.keys import MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import condition, is_true, parse_time
@@ -243,7 +244,7 @@ def test_injected_revocation_makes_kueue_evict_the_admitted_workload(clean):
                    and (condition(x, "Evicted") or {}).get("reason") == "DeactivatedDueToAdmissionCheck" and x,
                    60, "Kueue to deactivate the revoked workload")
     assert w["spec"]["active"] is False
-    clean.wait(lambda: clean.k.get(R.JOB, name, NS)["spec"].get("suspend") is True, 60, "the Job suspended again")
+    clean.wait(lambda: jobs.suspended(clean.k.get(R.JOB, name, NS)), 60, "the Job suspended again")
     clean.delete_job(name)
 
 

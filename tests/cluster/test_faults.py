@@ -85,7 +85,7 @@ def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
         assert any(workloads.committed_timeout(w) for w in wls), "the timeout was committed on the Workload"
         assert not any(is_true(w, "Admitted") for w in wls), "never admitted"
         assert any(jobs.mirrored(j) for j in seen_jobs), "mirrored before cleanup"
-        assert not any(j["spec"].get("suspend") is False for j in seen_jobs), "never unsuspended"
+        assert not any(jobs.started(j) for j in seen_jobs), "never unsuspended"
         # the garbage collector (kube-controller-manager, through the restart too) removes the Workload
         # and its request once the Job is gone
         wait_for(lambda: not clean.leftovers(), 120, what="the Job's Workload and request to be collected")

@@ -9,6 +9,7 @@ import pytest
 from demo.cluster.install import install_demo_objects, webhook_answers
 from demo.cluster.state import ClusterError
 from demo.jobs.observe import workload_for
+from k8s import job as jobs
 from k8s import resources as R
 from k8s.manifests import ManifestError, load_manifest
 from k8s.objects import is_true
@@ -34,7 +35,7 @@ def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscale
     name = f"found-{unique}"
     job = k.create(R.JOB, gpu_job(name), NS)
     # 1. Kueue's mutating webhook suspended a Job created unsuspended
-    assert job["spec"]["suspend"] is True
+    assert jobs.suspended(job)
     # 2. a Workload with QuotaReserved=True
     wl = wait_for(lambda: (w := workload_for(k, job)) and is_true(w, "QuotaReserved") and w, 60,
                   what="QuotaReserved=True")
@@ -49,7 +50,7 @@ def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscale
     assert tmpl_name == f"ppt-{pr_name}-main"
     tmpl = k.get(R.POD_TEMPLATE, tmpl_name, NS)
     assert tmpl["template"]["spec"]["nodeSelector"] == {"agentpool": "gpupool"}
-    assert k.get(R.JOB, name, NS)["spec"]["suspend"] is True
+    assert jobs.suspended(k.get(R.JOB, name, NS))
 
     # 4. play the autoscaler by hand: two 8-GPU KWOK nodes, then Provisioned=True
     pool = load_pools(REPO / "manifests" / "node-pools.yaml")[0]
@@ -64,7 +65,7 @@ def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscale
     try:
         # 5. Admitted, unsuspended, both pods on the new nodes, Job complete
         wait_for(lambda: is_true(workload_for(k, job), "Admitted"), 60, what="Admitted=True")
-        wait_for(lambda: k.get(R.JOB, name, NS)["spec"].get("suspend") is False, 30, what="Job unsuspended")
+        wait_for(lambda: jobs.started(k.get(R.JOB, name, NS)), 30, what="Job unsuspended")
         pods = wait_for(lambda: (p := k.list(R.POD, NS, label_selector=f"job-name={name}")[0])
                         and len(p) == 2 and all(x["spec"].get("nodeName") for x in p) and p, 60,
                         what="2 pods scheduled")
