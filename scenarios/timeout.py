@@ -36,7 +36,7 @@ from k8s.poll import eventually
 from .harness import Context, ScenarioFailed
 from .record import Scenario
 from .recorder import Recorder, check_commit_bound
-from .upstream import kit
+from . import toolbox
 
 TITLE_PREFLIGHT = "Timeout layer 1: preflight refuses a gang that can never fit"
 TITLE_WINDOW = "Timeout layer 2: ValidUntilSeconds (honoured) + Kueue retryStrategy"
@@ -83,7 +83,7 @@ def preflight_refusal(ctx: Context) -> None:
     args = [*ctx.lane_args(), "--gang", "3x8", "--name", name]
     ctx.step(f"tau-demo submit {' '.join(args)} on a pool of at most 2 nodes")
     ns = ctx.lane.namespace
-    with kit.Changes(ctx, JOB, namespace=ns) as jobs_, kit.Changes(ctx, WORKLOAD, namespace=ns) as workloads_:
+    with toolbox.Changes(ctx, JOB, namespace=ns) as jobs_, toolbox.Changes(ctx, WORKLOAD, namespace=ns) as workloads_:
         r = subprocess.run([sys.executable, "-m", "cli", "submit", *args, "--kubeconfig", ctx.kubeconfig],
                            capture_output=True, text=True, timeout=60)
         for line in r.stdout.splitlines() + r.stderr.splitlines():

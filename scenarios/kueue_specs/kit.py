@@ -35,7 +35,7 @@ from k8s.poll import eventually
 
 from ..harness import Context
 from ..record import Spec
-from ..upstream import kit as upstream
+from .. import toolbox
 from .table import SOURCE, SpecResult
 
 AUTOSCALER_MANAGERS = frozenset({CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER})     # who may write a request's conditions
@@ -81,9 +81,9 @@ class SpecEnv:
     def __init__(self, ctx: Context, spec: Spec):
         self.ctx, self.spec = ctx, spec
         self.name = f"{SPEC_PREFIX}{spec.number}"
-        self.objs = upstream.KueueObjects(ctx)
-        self.wls = upstream.Changes(ctx, WORKLOAD, namespace=SPECS_NAMESPACE)
-        self.prs = upstream.Changes(ctx, PROVREQ, namespace=SPECS_NAMESPACE)
+        self.objs = toolbox.KueueObjects(ctx)
+        self.wls = toolbox.Changes(ctx, WORKLOAD, namespace=SPECS_NAMESPACE)
+        self.prs = toolbox.Changes(ctx, PROVREQ, namespace=SPECS_NAMESPACE)
         self.drivers: list[str] = []
         self.unreached: list[str] = []
         self.flavors: dict[str, str] = {}
@@ -287,7 +287,7 @@ class SpecEnv:
     def event(self, workload: str, reason: str) -> list[tuple[str, str]]:
         """(type, message) of each of Kueue's events with this reason on the Workload, read now."""
         return [(e.get("type", ""), e.get("message", ""))
-                for e in upstream.events_of(self.ctx, workload, SPECS_NAMESPACE) if e.get("reason") == reason]
+                for e in toolbox.events_of(self.ctx, workload, SPECS_NAMESPACE) if e.get("reason") == reason]
 
     # ------------------------------------------------------------------ what drove it, and who wrote it
     def driven(self, request: str, ctype: str) -> dict | None:

@@ -31,7 +31,7 @@ from k8s.resources import NODE
 from ..conformance import free_node
 from ..harness import Context
 from ..record import Scenario, Spec
-from ..upstream import kit as upstream
+from .. import toolbox
 from .kit import SpecEnv, check_entry, failing, fast_boot, gpu_group, pools, reason_of
 
 FAKE_FAILS = "the fake fails attempts 1..{n} (fakeCAFailAttempts={n}) and provisions the next"
@@ -169,7 +169,7 @@ def booking_expired_retry(ctx: Context) -> None:
             if workloads.quota_reserved(w) and (check_entry(w, check).get("retryCount") or 0) >= 1:
                 return CheckState.READY, "passes once the provisioning check has been retried"
             return None
-        with upstream.ExternalCheck(ctx, hold, policy, namespace=SPECS_NAMESPACE) as ext:
+        with toolbox.ExternalCheck(ctx, hold, policy, namespace=SPECS_NAMESPACE) as ext:
             env.queue([gpu_group(flavor)], [check, hold])
             ctx.step("A 1-GPU Job; a second AdmissionCheck holds it; the request's booking lasts 3s")
             booked = env.job("book", params=fast_boot(ctx, **{PARAM_BOOKING_SECONDS: "3"}))

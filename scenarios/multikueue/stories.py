@@ -36,7 +36,7 @@ from ..harness import NS, Context
 from ..kueue_specs.kit import AUTOSCALER_MANAGERS
 from ..record import Report, Scenario
 from ..recorder import check_commit_bound
-from ..upstream import kit as upstream
+from .. import toolbox
 from . import checks, kit
 from .kit import Trio, Worker
 
@@ -250,7 +250,7 @@ def run_one_stocked_out(ctx: Context) -> None:
         _check_writers(ctx, trio)
         _check_undisturbed(ctx, trio)
         picture = svg.write(path, path.with_suffix(".svg"), "MultiKueue: one worker out of stock")
-        upstream.verdict(ctx, REPORT_8089, d.reproduced, d.evidence,
+        toolbox.verdict(ctx, REPORT_8089, d.reproduced, d.evidence,
                          "none needed: MultiKueue waits for a worker's admission (its own provisioning check) before "
                          "it chooses; the admission deadline on the manager bounds it if no worker ever can",
                          shown(picture))

@@ -1,7 +1,7 @@
 """Known defects of Kueue v0.19.2 as runnable scenarios, one module per upstream report.
 
 Each module declares its REPORT (record.Report: number, title, claim, fixed_in) and its scenario record
-(SCENARIOS, group "upstream"); run(ctx) says whether the defect reproduces here (kit.verdict) and which
+(SCENARIOS, group "upstream"); run(ctx) says whether the defect reproduces here (toolbox.verdict) and which
 layer of the design bounds it.  A new report is a new module here, found by scenarios.catalogue;
 never_provisioned.py is the shortest example.
 """

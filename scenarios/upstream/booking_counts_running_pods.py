@@ -26,7 +26,7 @@ from k8s.resources import POD, PROVREQ
 
 from ..harness import NS, Context
 from ..record import Report, Scenario
-from . import kit
+from .. import toolbox
 
 REPORT = Report(
     number="kubernetes/autoscaler#9805",
@@ -48,7 +48,7 @@ def running_pods(ctx: Context, job: str) -> list[dict]:
 
 
 def request_of(ctx: Context, job: str) -> dict | None:
-    wl = kit.workload_of(ctx, job)
+    wl = toolbox.workload_of(ctx, job)
     mine = provreqs_.of_workload(wl, ctx.k.list(PROVREQ, NS)[0]) if wl else []
     return mine[-1] if mine else None
 
@@ -66,7 +66,7 @@ def free_gpus(ctx: Context) -> dict[str, int]:
 
 
 def run(ctx: Context) -> None:
-    kit.begin(ctx, REPORT)
+    toolbox.begin(ctx, REPORT)
     filler, half, third = ctx.new_name("job-fill"), ctx.new_name("job-half"), ctx.new_name("job-third")
     ctx.step("A 1 × 8-GPU Job fills one node of the pool")
     ctx.submit(filler, "1x8", duration=RUN)
@@ -112,7 +112,7 @@ def run(ctx: Context) -> None:
     # the real CA found the node booked by half's request unremovable while it was booked, and looks at it again
     # only after --unremovable-node-recheck-timeout (upstream 5m): its drain can take that long
     ctx.wait_pool_empty(DRAIN_REAL if ctx.autoscaler == "real" else 240)
-    kit.verdict(ctx, REPORT, reproduced,
+    toolbox.verdict(ctx, REPORT, reproduced,
                 (f"the third 1 × 4-GPU request stayed Provisioned=False/{c.get('reason')} for "
                  f"{WATCH}s while 4 GPUs were free on a node (the running Job's request was still booked: "
                  f"BookingExpired={booking.get('status', 'absent')})") if reproduced else

@@ -44,7 +44,7 @@ from ..harness import NS, Context
 from ..race import race_controller
 from ..recorder import Recorder
 from ..record import Report, Scenario
-from . import kit
+from .. import toolbox
 
 REPORT = Report(
     number="kubernetes-sigs/kueue#6711",
@@ -81,7 +81,7 @@ def blocker(ctx: Context, i: int, queue: str = QUEUE) -> str:
     return name
 
 
-def order(w: kit.Changes, name: str, at_rv: int) -> tuple[str, dict | None, float | None]:
+def order(w: toolbox.Changes, name: str, at_rv: int) -> tuple[str, dict | None, float | None]:
     """'hit' when the first QuotaReserved=True of `name` came after the write at `at_rv`."""
     reserved = [(t, o) for t, typ, o in w.of(name) if workloads.quota_reserved(o)]
     if not reserved:
@@ -127,7 +127,7 @@ def admission_sequence(events: list, since: float) -> str:
 
 def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
     lat, results = [1.04], []
-    with kit.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(QUEUE)) as w:
+    with toolbox.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(QUEUE)) as w:
         held = blocker(ctx, 0)
         for i in range(TRIALS):
             target = f"{QUEUE}-{i}"
@@ -146,12 +146,12 @@ def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
             final = ctx.k.get(WORKLOAD, target, NS)
             results.append({"trial": i, "delay": delay, "outcome": outcome, "first": first, "final": final})
             ctx.say(f"  trial {i + 1:2}: deactivated {delay * 1000:4.0f} ms after the release: {outcome}"
-                    + (f" (rv {revision(first)} > {at}): {kit.conditions_line(final)}" if outcome == "hit" else ""))
+                    + (f" (rv {revision(first)} > {at}): {toolbox.conditions_line(final)}" if outcome == "hit" else ""))
             if outcome == "hit" and not any(r["outcome"] == "hit" for r in results[:-1]):
                 picture(log, w.of(target), t0)
                 ctx.say(f"    after the release: {admission_sequence(w.of(target), t0)}")
                 cq = ctx.k.get(CLUSTER_QUEUE, QUEUE)
-                events = sorted(kit.workload_events(ctx, target))
+                events = sorted(toolbox.workload_events(ctx, target))
                 ctx.say(f"    Kueue's events on it: {', '.join(events)}; ClusterQueue {QUEUE} counts "
                         f"reservingWorkloads={cq['status'].get('reservingWorkloads')} "
                         f"admittedWorkloads={cq['status'].get('admittedWorkloads')}")
@@ -174,8 +174,8 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
             held, name = blocker(ctx, 100 + i, queue), ctx.new_name("job-6711")
             key = f"{NS}/{name}"
             hooks.arm(hook_dir, "before-commit", key)
-            with kit.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(f"job-{name}")) as w, \
-                    kit.Changes(ctx, JOB, keep=lambda o: meta(o)["name"] == name) as jw, \
+            with toolbox.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(f"job-{name}")) as w, \
+                    toolbox.Changes(ctx, JOB, keep=lambda o: meta(o)["name"] == name) as jw, \
                     Recorder(ctx, name, None, interval=0.05) as rec:
                 ctx.submit(name, "1x8", deadline="3s", profile=queue, annotations={DEADLINE_CLASS_ANNOTATION: CLASS},
                            provreq=ctx.injected({PARAM_STOCKOUT: "true"}))
@@ -223,11 +223,11 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
 
 
 def run(ctx: Context) -> None:
-    kit.begin(ctx, REPORT)
+    toolbox.begin(ctx, REPORT)
     log, log_path = ctx.event_log(NAME)
     groups = [{"coveredResources": list(ONE), "flavors": [
         {"name": "a100-scale", "resources": [{"name": r, "nominalQuota": q} for r, q in ONE.items()]}]}]
-    with kit.KueueObjects(ctx) as objs:
+    with toolbox.KueueObjects(ctx) as objs:
         objs.cluster_queue(QUEUE, [], resource_groups=groups)
         objs.cluster_queue(CHECKED, [CHECK_NAME], resource_groups=copy.deepcopy(groups))
         objs.local_queue(QUEUE, QUEUE)
@@ -262,10 +262,10 @@ def run(ctx: Context) -> None:
 
     def seen(jobs):
         return ", ".join(f"{n}× {o}" for o, n in sorted(Counter(JOB_OUTCOMES[j["outcome"]] for j in jobs).items()))
-    kit.verdict(ctx, REPORT, bool(hits) or any(j["outcome"] == "hit" for j in bare + design),
+    toolbox.verdict(ctx, REPORT, bool(hits) or any(j["outcome"] == "hit" for j in bare + design),
                 (f"{len(hits)} of {len(results)} plain trials: spec.active=false committed first, then Kueue's scheduler "
                  f"wrote QuotaReserved=True and Admitted=True on the inactive Workload, then evicted it "
-                 f"({kit.conditions_line(first)})" if hits else
+                 f"({toolbox.conditions_line(first)})" if hits else
                  f"no plain trial of {len(results)} had the reservation land after the deactivation")
                 + f"; the deadline controller's commit at that moment on Jobs without a check: {seen(bare)}"
                 + f"; behind the ProvisioningRequest check: {seen(design)}",

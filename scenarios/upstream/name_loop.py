@@ -35,7 +35,7 @@ from demo.timeline.lanes import snapshot_states
 from ..harness import NS, Context
 from ..recorder import Recorder
 from ..record import Report, Scenario
-from . import kit
+from .. import toolbox
 
 REPORT = Report(
     number="kubernetes-sigs/kueue#12542",
@@ -62,14 +62,14 @@ def long_check_name(length: int) -> str:
 
 
 def run(ctx: Context) -> None:
-    kit.begin(ctx, REPORT)
+    toolbox.begin(ctx, REPORT)
     job, control = ctx.new_name("job-train"), ctx.new_name("job-ctrl")            # 15 and 14 characters
     check = long_check_name(names.shortest_looping_check(job))
     ctx.step(f"Kueue's rule: Job {job} ({len(job)} characters) gets a {names.workload_name_length_for_job(job)}-"
              f"character Workload name; its request name is over {names.MAX_PREFIX_LENGTH} characters with an "
              f"AdmissionCheck of {len(check)} or more. Make one, with its own ClusterQueue and LocalQueue {QUEUE}")
     log, log_path = ctx.event_log(NAME)
-    with kit.KueueObjects(ctx) as objs:
+    with toolbox.KueueObjects(ctx) as objs:
         objs.admission_check(check)
         objs.cluster_queue(QUEUE, [check])
         objs.local_queue(QUEUE, QUEUE)
@@ -87,7 +87,7 @@ def run(ctx: Context) -> None:
         ctx.wait_pool_empty(120)
     (log_path.parent / f"{NAME}-names.yaml").write_text(yaml.safe_dump(recorded, sort_keys=False))
     picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: the name loop")
-    kit.verdict(ctx, REPORT, facts["uids"] > 3,
+    toolbox.verdict(ctx, REPORT, facts["uids"] > 3,
                 f"{facts['created']} ProvisioningRequests created and {facts['deleted']} deleted in "
                 f"{facts['span']:.0f}s under one 253-character name, each with a new uid, until the eviction; the "
                 f"control, a Job name one character shorter (a 247-character request), was admitted with one request",
@@ -97,9 +97,9 @@ def run(ctx: Context) -> None:
 
 def admitted_with_one_request(ctx: Context, control: str, check: str) -> dict:
     ctx.step(f"Control: {control} is admitted; Kueue keeps its one request")
-    with kit.Changes(ctx, PROVREQ) as w:
+    with toolbox.Changes(ctx, PROVREQ) as w:
         ctx.submit(control, "1x8", deadline="90s", profile=QUEUE)
-        wl = ctx.wait(lambda: (s := kit.workload_of(ctx, control)) and workloads.admitted(s) and s, 60,
+        wl = ctx.wait(lambda: (s := toolbox.workload_of(ctx, control)) and workloads.admitted(s) and s, 60,
                       f"{control} to be admitted")
         got = _names(job=control, wl=wl, check=check, w=w)
         ctx.check(len(set(w.uids("ADDED"))) == 1 and not w.uids("DELETED") and got["recognised"],
@@ -110,7 +110,7 @@ def admitted_with_one_request(ctx: Context, control: str, check: str) -> dict:
 
 def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
     ctx.step(f"Submit {job} with --deadline {DEADLINE}; count the requests from a watch")
-    with kit.Changes(ctx, PROVREQ) as w:
+    with toolbox.Changes(ctx, PROVREQ) as w:
         def lanes(snap):
             out = snapshot_states(snap, check_name=check)
             looping = len(w.events) > 6 and w.events[-1][0] > time.time() - 1
@@ -139,7 +139,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
               f"…{got['provreq'][-24:]}")
     ctx.check(got["provreq"] == names.provreq_name(meta(wl)["name"], check, 1),
               "it is Kueue's name for attempt 1, cut at 247 and hashed with the attempt in it")
-    created = kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_PROVREQ_CREATED, [])
+    created = toolbox.workload_events(ctx, meta(wl)["name"]).get(EVENT_PROVREQ_CREATED, [])
     ctx.say(f"  Kueue's events on the Workload: {EVENT_PROVREQ_CREATED}, {len(created)} event object(s), e.g. "
             f"{(created or ['-'])[0][:60]}…")
     ctx.check(never and held, "the Workload held its quota and was never admitted; the Job stayed suspended")
@@ -156,7 +156,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
                  "uids": len({meta(o)["uid"] for o in before})}
 
 
-def _names(job: str, wl: dict, check: str, w: kit.Changes) -> dict:
+def _names(job: str, wl: dict, check: str, w: toolbox.Changes) -> dict:
     """What the cluster named things, for tests/unit/recorded/kueue-names.yaml."""
     mine = [o for _, typ, o in w.events if typ == "ADDED" and owned_by(o, meta(wl)["uid"])]
     provreq = meta(mine[0])["name"] if mine else ""

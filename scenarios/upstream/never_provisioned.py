@@ -20,7 +20,7 @@ from demo.timeline import svg
 from ..harness import NS, Context
 from ..recorder import Recorder
 from ..record import Report, Scenario
-from . import kit
+from .. import toolbox
 
 REPORT = Report(number="kubernetes-sigs/kueue#3245", title="requests accepted but not provisioned for more than a day",
                 claim="a ProvisioningRequest can stay Accepted and not Provisioned indefinitely; Kueue has no timeout "
@@ -32,7 +32,7 @@ WAIT, DEADLINE = 25, 35        # seconds after submission: how long we watch lay
 
 
 def run(ctx: Context) -> None:
-    kit.begin(ctx, REPORT)
+    toolbox.begin(ctx, REPORT)
     name = ctx.new_name()
     log, log_path = ctx.event_log(NAME)
     ctx.step("Layer 1, preflight: the gang fits the pool, so the Job goes in (a stock-out is not known at submit)")
@@ -59,7 +59,7 @@ def run(ctx: Context) -> None:
         ctx.check(view.outcome == "failed" and not workloads.active(wl), f"ended: {view.reason}")
     ctx.delete_job(name)
     picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: accepted, never provisioned")
-    kit.verdict(ctx, REPORT, bool(stuck), f"the request stayed Accepted=True, Provisioned=False/{reason} for {WAIT}s "
+    toolbox.verdict(ctx, REPORT, bool(stuck), f"the request stayed Accepted=True, Provisioned=False/{reason} for {WAIT}s "
                 f"(past ValidUntilSeconds=8) with Kueue's check Pending and no second attempt",
                 f"layer 3, the admission deadline ({DEADLINE}s); layer 1 cannot know, layer 2 never fires",
                 str(picture))

@@ -26,7 +26,7 @@ from k8s.resources import CLUSTER_QUEUE, PROVREQ, RESOURCE_FLAVOR
 
 from ..harness import NS, Context
 from ..record import Report, Scenario
-from . import kit
+from .. import toolbox
 
 REPORT = Report(
     number="kubernetes/autoscaler#9490",
@@ -42,8 +42,8 @@ WATCH, DEADLINE = 30, 40           # seconds after submission: how long the wait
 
 
 def run(ctx: Context) -> None:
-    kit.begin(ctx, REPORT)
-    with kit.KueueObjects(ctx) as objs:
+    toolbox.begin(ctx, REPORT)
+    with toolbox.KueueObjects(ctx) as objs:
         groups = copy.deepcopy(ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)["spec"]["resourceGroups"])
         demo = ctx.k.get(RESOURCE_FLAVOR, groups[0]["flavors"][0]["name"])
         ctx.step(f"A flavor whose nodeLabels name a node pool that is gone (agentpool={GONE_POOL}), behind the "
@@ -60,7 +60,7 @@ def run(ctx: Context) -> None:
         seen: set[str] = set()
         pr, wl = None, None
         while time.monotonic() - t0 < WATCH:
-            wl = kit.workload_of(ctx, name)
+            wl = toolbox.workload_of(ctx, name)
             reqs = provreqs_.of_workload(wl, ctx.k.list(PROVREQ, NS)[0]) if wl else []
             seen |= {r["metadata"]["name"] for r in reqs}
             pr = reqs[-1] if reqs else pr
@@ -76,7 +76,7 @@ def run(ctx: Context) -> None:
         view = follow(ctx.k, NS, name, "finished", timeout=90, out=ctx.out, live=False)
         ctx.check(view.outcome == "failed", f"ended by the admission deadline: {view.reason}")
         ctx.delete_job(name)
-    kit.verdict(ctx, REPORT, False,
+    toolbox.verdict(ctx, REPORT, False,
                 "as reported, no: the open-source 1.36.1 has neither the queued-provisioning.gke.io class (left "
                 "untouched, never Accepted) nor node auto-provisioning, and the kwok provider's node groups never go "
                 f"away. Its analogue does: a request for a pool that is gone stayed "

@@ -31,7 +31,7 @@ from demo.timeline.lanes import snapshot_states
 from ..harness import NS, Context
 from ..recorder import Recorder
 from ..record import Report, Scenario
-from . import kit
+from .. import toolbox
 
 REPORT = Report(
     number="kubernetes-sigs/kueue#10807",
@@ -56,33 +56,33 @@ def deactivated_by_kueue(wl: dict | None) -> bool:
         not workloads.active(wl) and not workloads.committed_timeout(wl))
 
 
-def control(ctx: Context, ext: kit.ExternalCheck) -> float:
+def control(ctx: Context, ext: toolbox.ExternalCheck) -> float:
     ctx.step("Control: the external check rejects an admitted Workload that is not being evicted")
     name = ctx.new_name("job-ctrl")
     ext.policy = lambda wl, me: (CheckState.READY, "passes") if workloads.quota_reserved(wl) else None
     ctx.submit(name, "1x8", deadline="90s", profile=QUEUE)
-    wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and workloads.admitted(w) and w, 60, "Kueue to admit")
+    wl = ctx.wait(lambda: (w := toolbox.workload_of(ctx, name)) and workloads.admitted(w) and w, 60, "Kueue to admit")
     ext.policy = lambda wl, me: (CheckState.REJECTED, "rejected by the external check") if workloads.admitted(wl) else None
     ext.poke(meta(wl)["name"])
     t0 = time.time()
-    wl = ctx.wait(lambda: (w := kit.workload_of(ctx, name)) and deactivated_by_kueue(w) and w, 30, "Kueue to deactivate")
+    wl = ctx.wait(lambda: (w := toolbox.workload_of(ctx, name)) and deactivated_by_kueue(w) and w, 30, "Kueue to deactivate")
     took = time.time() - t0
     # Kueue records its events asynchronously (client-go's broadcaster), after the write that deactivates
-    events = eventually(lambda: kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, []), 15)
-    ctx.check(bool(events), f"Kueue deactivated it within {took:.1f}s: {kit.conditions_line(wl)}; event "
+    events = eventually(lambda: toolbox.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, []), 15)
+    ctx.check(bool(events), f"Kueue deactivated it within {took:.1f}s: {toolbox.conditions_line(wl)}; event "
                             f"{EVENT_CHECK_REJECTED}: {(events or ['none'])[0][:70]}")
     ctx.delete_job(name)
     return took
 
 
 def run(ctx: Context) -> None:
-    kit.begin(ctx, REPORT)
+    toolbox.begin(ctx, REPORT)
     log, log_path = ctx.event_log(NAME)
-    with kit.KueueObjects(ctx) as objs:
+    with toolbox.KueueObjects(ctx) as objs:
         objs.admission_check(CHECK, controller=EXTERNAL_CHECK_CONTROLLER, config=None)
         objs.cluster_queue(QUEUE, [CHECK_NAME, CHECK])
         objs.local_queue(QUEUE, QUEUE)
-        with kit.ExternalCheck(ctx, CHECK) as ext:
+        with toolbox.ExternalCheck(ctx, CHECK) as ext:
             objs.wait_active(QUEUE)
             took = control(ctx, ext)
             name = ctx.new_name()
@@ -108,7 +108,7 @@ def run(ctx: Context) -> None:
                 rec.mark("deadline", t=created_at(created).timestamp() + DEADLINE)
                 ctx.wait(lambda: rec.samples and running(rec.samples[-1][1]), 40, "the pod to run")
                 wl = rec.samples[-1][1].workload
-                ctx.check(workloads.admitted(wl), f"running: {kit.conditions_line(wl)}")
+                ctx.check(workloads.admitted(wl), f"running: {toolbox.conditions_line(wl)}")
                 ctx.step("The external check asks for a retry: Kueue evicts (AdmissionCheck); while the eviction "
                          "is in flight it rejects")
                 phase["now"] = "retry"
@@ -125,7 +125,7 @@ def run(ctx: Context) -> None:
                 if rej:
                     rec.mark("Retry, then Rejected", t=rej.t)
                 in_window = bool(at) and is_true(at, EVICTED) and workloads.quota_reserved(at)
-                ctx.say(f"  Rejected written on rv {revision(at) if at else '-'}: {kit.conditions_line(at)}"
+                ctx.say(f"  Rejected written on rv {revision(at) if at else '-'}: {toolbox.conditions_line(at)}"
                         if rej else f"  no rejection landed in the window ({ext.conflicts} conflicts)")
                 ctx.step("What Kueue does with it: the control was deactivated within "
                          f"{took:.1f}s; watch for {max(3 * took, 5):.0f}s after the quota is released")
@@ -133,9 +133,9 @@ def run(ctx: Context) -> None:
                 time.sleep(max(3 * took, 5))
                 wl = rec.samples[-1][1].workload
                 kueue_acted = rec.ever(lambda s: deactivated_by_kueue(s.workload))
-                events = kit.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])
+                events = toolbox.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])
                 ignored = in_window and not kueue_acted and not events
-                ctx.say(f"  now: {kit.conditions_line(wl)}; {CHECK}: "
+                ctx.say(f"  now: {toolbox.conditions_line(wl)}; {CHECK}: "
                         f"{workloads.check_state(wl, CHECK)}; QuotaReserved: "
                         f"{(condition(wl, QUOTA_RESERVED) or {}).get('message')}")
                 ctx.step(f"Layer 3: the admission deadline ({DEADLINE}s after submission)")
@@ -151,13 +151,13 @@ def run(ctx: Context) -> None:
                               "invariant: once the timeout was committed the Job never ran again; cleanup deleted it")]
     ctx.wait_pool_empty(120)
     picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: rejected during eviction")
-    evidence = (f"the external check's Rejected landed on rv {revision(at)} ({kit.conditions_line(at)}); Kueue "
+    evidence = (f"the external check's Rejected landed on rv {revision(at)} ({toolbox.conditions_line(at)}); Kueue "
                 f"neither deactivated the Workload nor recorded {EVENT_CHECK_REJECTED}, released the quota and left "
                 f"it active and pending with the rejected check (the control was deactivated in {took:.1f}s)"
                 if ignored else
                 "Kueue deactivated the Workload (the fixed behaviour)" if kueue_acted else
                 f"the rejection did not land while the eviction was in flight ({ext.conflicts} conflicts)")
-    kit.verdict(ctx, REPORT, ignored, evidence,
+    toolbox.verdict(ctx, REPORT, ignored, evidence,
                 "layer 3, the admission deadline: it committed the timeout once the Workload was no longer admitted; "
                 + ("the invariants held" if all(held) else "an invariant was BROKEN (see the checks)"), str(picture))
 

@@ -1,6 +1,6 @@
-"""What the upstream scenarios share: the report's header and verdict, extra Kueue objects made and
-removed, a watch that counts creations and deletions, Kueue's events on a Workload, and a small
-external AdmissionCheck controller of the scenario's own.
+"""What the scenario families share (upstream, kueue-specs, multikueue, the timeout stories): a report's header and
+verdict, extra Kueue objects made and removed, a watch that counts creations and deletions, Kueue's events on a
+Workload, and a small external AdmissionCheck controller of the scenario's own.
 
 Nothing here writes a field Kueue owns.  The external check controller writes only its own entry of
 status.admissionChecks (server-side apply, its own field manager) and its own AdmissionCheck's
@@ -27,8 +27,8 @@ from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, EVENT, JOB, LOCAL_QUE
 from k8s.watch import Event
 from k8s.watch import Watch as BackgroundWatch
 
-from ..harness import NAMESPACES, NS, Context, ScenarioFailed
-from ..record import Report
+from .harness import NAMESPACES, NS, Context, ScenarioFailed
+from .record import Report
 
 
 
