@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fake_ca.pools import load_pools, node_manifest  # noqa: E402
+from k8s.pools import load_pools, node_manifest  # noqa: E402
 from k8s import resources as R  # noqa: E402
 from k8s.client import Kube  # noqa: E402
 from k8s.keys import ACCEPTED, CA_FIELD_MANAGER, PROVISIONED  # noqa: E402

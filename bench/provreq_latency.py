@@ -36,7 +36,7 @@ from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE
 from k8s.objects import is_true  # noqa: E402
 from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
 from k8s.paths import POOLS_FILE  # noqa: E402
-from fake_ca.pools import load_pools, pools_to_configmap  # noqa: E402
+from k8s.pools import load_pools, pools_to_configmap  # noqa: E402
 from k8s import poll  # noqa: E402
 from scenarios.harness import ScenarioFailed  # noqa: E402
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from fake_ca.pools import PoolsError, load_pools
+from k8s.pools import PoolsError, load_pools
 from scenarios import conformance as cf
 from scenarios import fidelity
 from scenarios.controllers import stop_started

@@ -12,8 +12,8 @@ import click
 from fake_ca import lifecycle
 from fake_ca.controller import FakeCA, NotADemoCluster
 from fake_ca.explain import InputError, explain, read_source
-from fake_ca.params import FOREVER
-from fake_ca.pools import PoolsError, load_pools
+from k8s.duration import FOREVER
+from k8s.pools import PoolsError, load_pools
 
 from demo.realca import exclusion
 

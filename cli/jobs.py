@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import yaml
 
-from fake_ca.pools import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
+from k8s.pools import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
 
 from demo.jobs import observe
 from demo.jobs.preflight import Gang, GangError

@@ -13,7 +13,7 @@ from demo.realca.process import RealCA, RealCAError, Settings, kubeconfig_target
 from demo.cluster.state import State
 from k8s.errors import ApiError, Unreachable
 from demo.toolchain.components import CLUSTER_AUTOSCALER_BINARY
-from fake_ca.pools import PoolsError, load_pools
+from k8s.pools import PoolsError, load_pools
 
 from k8s.paths import state_root
 from .options import CONTEXT_SETTINGS, duration, kube_options, pools_option

@@ -32,7 +32,7 @@ from k8s.watch import Event, wait_for_caches
 from . import booking, lifecycle, planner, scaledown, status
 from . import conditions as C
 from . import nodes as vm
-from .pools import Pool, node_manifest, pools_to_configmap
+from k8s.pools import Pool, node_manifest, pools_to_configmap
 from .request import Request, request_from_objects
 
 log = logging.getLogger("fake-ca")

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from .planner import plan
-from .pools import Pool
+from k8s.pools import Pool
 from .request import SUPPORTED_CLASSES, RequestError, request_from_objects, supported
 
 

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from k8s import provreq as provreqs_
+from k8s.duration import FOREVER
 from k8s.keys import (ACCEPTED, BATCH_ANNOTATION, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CAPACITY_REVOKED,
                            CHECK_CAPACITY, DOMAIN_DETAIL, FAILED, PARAM_PROCESSOR_INSTANCE, PROVISIONED,
                            PROVREQ_UID_ANNOTATION)
@@ -40,7 +41,7 @@ from . import backoff, booking, nodes as vm
 from . import conditions as C
 from . import params as P
 from .planner import Verdict, plan
-from .pools import Pool
+from k8s.pools import Pool
 from .request import Request, RequestError, request_from_objects, supported
 
 
@@ -458,7 +459,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
     if stockout is not None and _age(pr, now) < stockout:
         # A real IncreaseSize error would also back the node group off (5m); an injected stock-out
         # refuses this request only, so that one scenario's fault does not slow the next.
-        left = "" if stockout == P.FOREVER else f", back in {stockout - _age(pr, now):.0f}s"
+        left = "" if stockout == FOREVER else f", back in {stockout - _age(pr, now):.0f}s"
         pick.why = (f"INJECTED stock-out: the cloud refused {verdict.nodes_to_create} node(s) of {verdict.pool.name}"
                     f"{left}")
         pick.writes.append(_write(after, PROVISIONED, "False", C.Reason.NOT_FOUND, C.MSG_NOT_FOUND, now,
@@ -469,7 +470,7 @@ def _process(pr: dict, request, params: P.Params, cluster: Cluster, nodes: list[
         opts.boot if opts.boot is not None else pool.boot_seconds)
     domains = tuple(verdict.new_node_domains) + (verdict.domain,) * (verdict.nodes_to_create - len(verdict.new_node_domains))
     boots = vm.boots_at(now, boot)
-    boot_note = "" if boots is None else (" (their VMs never boot)" if boot == P.FOREVER else f" (booting {boot:.0f}s)")
+    boot_note = "" if boots is None else (" (their VMs never boot)" if boot == FOREVER else f" (booting {boot:.0f}s)")
     pick.scale_up = ScaleUp(
         verdict.pool, verdict.nodes_to_create, domains, boots,
         provisioned=_write(after, PROVISIONED, "True", C.Reason.CAPACITY_PROVISIONED, C.MSG_CAPACITY_FOUND, now,

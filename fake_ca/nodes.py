@@ -24,7 +24,7 @@ from k8s.keys import MANAGED_LABEL, NEVER_BOOTS, NODE_READY, NOT_READY_TAINT, PO
 from k8s.objects import annotations, created_at, deleting, format_time, labels, name
 
 from .conditions import MSG_SCALE_UP_TIMED_OUT
-from .params import FOREVER
+from k8s.duration import FOREVER
 
 
 def boots_at(now: datetime, boot_seconds: float) -> str | None:

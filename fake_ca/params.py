@@ -15,11 +15,11 @@ from functools import lru_cache
 from k8s.keys import (NEVER_BOOTS, PARAM_BOOKING_SECONDS, PARAM_BOOT_SECONDS, PARAM_FAIL_ATTEMPTS,
                       PARAM_HONOR_VALID_UNTIL, PARAM_NO_RETRY, PARAM_REVOKE_AFTER, PARAM_REVOKE_UNPROVISIONED,
                       PARAM_STOCKOUT, PARAM_TTL_SECONDS, PARAM_VALID_UNTIL)
+from k8s.duration import FOREVER
 from k8s.objects import spec
 
 MAX_SECONDS = 10 * 365 * 24 * 3600
 MAX_ATTEMPTS = 1000
-FOREVER = float("inf")
 
 
 class BadParameter(ValueError):

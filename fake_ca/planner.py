@@ -31,7 +31,7 @@ from k8s.objects import name as obj_name
 from k8s.quantity import format_milli
 
 from .conditions import Reason
-from .pools import Pool, node_manifest
+from k8s.pools import Pool, node_manifest
 from .request import PodSet, Request
 from .scheduling import (demand_of, eligible_nodes, free_capacity, parse_resources, selector_mismatch, shortfall,
                          subtract)

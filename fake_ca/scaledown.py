@@ -12,7 +12,7 @@ from k8s.objects import annotations, is_true, labels, parse_time, seconds_since,
 
 from .booking import books
 from .nodes import booting
-from .pools import Pool, pool_of_node
+from k8s.pools import Pool, pool_of_node
 
 
 def unneeded_for(node: dict, now: datetime) -> float | None:

@@ -15,7 +15,7 @@ from k8s.resources import CONFIG_MAP
 
 from .backoff import GroupBackoff, backed_off
 from .nodes import booting
-from .pools import Pool
+from k8s.pools import Pool
 
 
 def status_document(pools: list[Pool], nodes: list[dict], groups: dict[str, GroupBackoff], now: datetime) -> dict:

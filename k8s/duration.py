@@ -7,6 +7,9 @@ import re
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
 
 
+FOREVER = float("inf")        # a time that never comes: a VM that never boots, a stock-out that never ends
+
+
 class BadDuration(ValueError):
     pass
 

@@ -95,6 +95,6 @@ TOKEN_REQUEST = Kind("authentication.k8s.io/v1", "TokenRequest")       # POST ..
 LIST = Kind("v1", "List")
 KUBECONFIG = Kind("v1", "Config")                                        # a kubeconfig file (a worker's, MultiKueue)
 KWOKCTL_CONFIGURATION = Kind("config.kwok.x-k8s.io/v1alpha1", "KwokctlConfiguration")
-NODE_POOL_LIST = Kind("tau-demo.io/v1", "NodePoolList")                 # the node pools file (fake_ca/pools.py)
+NODE_POOL_LIST = Kind("tau-demo.io/v1", "NodePoolList")                 # the node pools file (k8s/pools.py)
 WALKTHROUGH_LANES = Kind("tau-demo.io/v1", "WalkthroughLanes")          # manifests/walkthrough-lanes.yaml
 KWOK_PROVIDER_CONFIG_VERSION = "v1alpha1"                               # the kwok cloud provider's config document

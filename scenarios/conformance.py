@@ -46,8 +46,8 @@ from k8s.resources import CONFIG_MAP, NAMESPACE, NODE, POD, POD_TEMPLATE, PROVRE
 from k8s.watch import Event, NotSynced, start_synced
 from k8s.watch import Watch as BackgroundWatch
 from demo.realca import exclusion
-from fake_ca.params import FOREVER
-from fake_ca.pools import Pool, node_manifest, pools_to_yaml
+from k8s.duration import FOREVER
+from k8s.pools import Pool, node_manifest, pools_to_yaml
 
 from .controllers import Controller, start_private
 from .fidelity import (Gap, GroupEvent, Mark, NodeEvent, ObservedWrite, Record, condition_changes,

@@ -30,7 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from fake_ca import planner
-from fake_ca.pools import PoolsError, load_pools, pools_from_configmap
+from k8s.pools import PoolsError, load_pools, pools_from_configmap
 from fake_ca.request import gang_request
 
 from k8s.keys import (ACTIVE, DEMO_NAMESPACE, FAKE_CA_LEASE, GPU, MULTIKUEUE_CONTROLLER, POOL_TABLE,

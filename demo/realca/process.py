@@ -35,7 +35,7 @@ from k8s.errors import ApiError, NotFound, Unreachable
 from k8s.keys import (CA_MAIN_LOOP_METRIC, CA_STATUS, MARKER, POOL_LABEL, REAL_CA_FIELD_MANAGER, REAL_CA_LEASE,
                            REAL_CA_NAMESPACE, SYSTEM_NAMESPACE)
 from k8s.resources import CONFIG_MAP, NODE
-from fake_ca.pools import Pool, pools_to_configmap
+from k8s.pools import Pool, pools_to_configmap
 
 from . import exclusion, provider
 

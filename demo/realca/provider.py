@@ -10,7 +10,7 @@ The real Cluster Autoscaler's kwok provider reads, from $POD_NAMESPACE:
   the group's initial target size).
 
 Each pool becomes one node group whose template is made by the fake autoscaler's one Node builder
-(fake_ca.pools.node_manifest, kwok_provider_template=True), so it has what the fake's nodes have: the pool's labels, `kubernetes.io/os`, `type: kwok`, the pool label
+(k8s.pools.node_manifest, kwok_provider_template=True), so it has what the fake's nodes have: the pool's labels, `kubernetes.io/os`, `type: kwok`, the pool label
 `cluster-autoscaler.kwok.nodegroup/name=<pool>` (also the grouping key, so both autoscalers' nodes are
 found with the same selector), the pool's taints and capacity/allocatable, min/max from the pool.  So the
 same Jobs fit the same way.  On purpose the template has:
@@ -33,7 +33,7 @@ import yaml
 from k8s.keys import (KWOK_PROVIDER_CONFIG, KWOK_PROVIDER_CONFIG_KEY, KWOK_PROVIDER_TEMPLATES,
                            KWOK_PROVIDER_TEMPLATES_KEY, MANAGED_BY_LABEL, POOL_LABEL, REAL_CA_NAMESPACE)
 from k8s.resources import CONFIG_MAP, KWOK_PROVIDER_CONFIG_VERSION, LIST
-from fake_ca.pools import Pool, node_manifest
+from k8s.pools import Pool, node_manifest
 
 TEMPLATE_SUFFIX = "-template"          # the provider renames a template to kwok-fake-<name>
 

@@ -19,7 +19,7 @@ from typing import Callable
 
 from demo.cluster import kueue_metrics
 from demo.jobs import kueue_names as names
-from fake_ca.pools import Pool, load_pools
+from k8s.pools import Pool, load_pools
 from k8s import provreq as provreqs_
 from k8s import workload as workloads
 from k8s.keys import (BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CA_FIELD_MANAGER, CHECK_CAPACITY, CHECK_RESET_PREFIX,

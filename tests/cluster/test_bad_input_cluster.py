@@ -23,7 +23,7 @@ from k8s import resources as R
 from k8s.keys import (DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_TABLE, POOL_TABLE_KEY, PROFILE,
                            REAL_CA_LEASE)
 from k8s.paths import POOLS_FILE, REPO
-from fake_ca.pools import load_pools, pools_to_configmap
+from k8s.pools import load_pools, pools_to_configmap
 
 from tests.cluster.conftest import wait_for
 

@@ -13,7 +13,7 @@ from k8s import job as jobs
 from k8s import resources as R
 from k8s.manifests import ManifestError, load_manifest
 from k8s.objects import is_true
-from fake_ca.pools import load_pools, node_manifest
+from k8s.pools import load_pools, node_manifest
 from tests.cluster.conftest import BACKEND, REPO, wait_for
 
 NS = "demo"

@@ -17,7 +17,7 @@ from k8s.resources import CONFIG_MAP, NODE, PROVREQ
 from k8s.paths import POOLS_FILE, REPO
 from demo.realca import exclusion
 from demo.toolchain.components import CLUSTER_AUTOSCALER_BINARY
-from fake_ca.pools import load_pools
+from k8s.pools import load_pools
 from scenarios import conformance as cf
 from scenarios.controllers import start_private
 from scenarios.harness import Context

@@ -31,7 +31,7 @@ from k8s.keys import FAKE_CA_LEASE, LANE_PREFIX, PROFILE, QUEUE_LABEL, REAL_CA_L
 from k8s.paths import POOLS_FILE as POOLS_PATH
 from demo.realca import exclusion
 from demo.timeline.log import EventLog, read
-from fake_ca.pools import load_pools, pools_to_configmap
+from k8s.pools import load_pools, pools_to_configmap
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]

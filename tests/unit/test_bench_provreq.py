@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from k8s.paths import POOLS_FILE
-from fake_ca.pools import load_pools, pools_to_configmap
+from k8s.pools import load_pools, pools_to_configmap
 
 REPO = Path(__file__).resolve().parents[2]
 

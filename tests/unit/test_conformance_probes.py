@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from fake_ca.params import FOREVER
-from fake_ca.pools import load_pools, node_manifest
+from k8s.duration import FOREVER
+from k8s.pools import load_pools, node_manifest
 from k8s.paths import DEVIATIONS_DOC, POOLS_FILE
 from scenarios import conformance as cf
 from scenarios import fidelity as F

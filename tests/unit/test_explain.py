@@ -14,7 +14,7 @@ from cli.fake_ca import explain_cmd as explain
 from k8s.paths import POOLS_FILE as DEFAULT_POOLS
 from fake_ca.explain import InputError, read_source
 from fake_ca.explain import explain as explain_text
-from fake_ca.pools import load_pools
+from k8s.pools import load_pools
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 KEY = "demo/job-train-5f2a1-gpu-provisioning-1"

@@ -9,7 +9,7 @@ from k8s.keys import BATCH_ANNOTATION, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
 from fake_ca import lifecycle
 from fake_ca.backoff import GroupBackoff
 from fake_ca.lifecycle import Pick, ScaleUp, Write
-from fake_ca.pools import node_manifest
+from k8s.pools import node_manifest
 from fake_ca.request import request_from_objects
 from test_fake_ca_loop import (GPUPOOL, OPTS, at, cluster, cond, consuming, loop, made_for, never_booting, pr,
                                provisioned, templates_for, ts)

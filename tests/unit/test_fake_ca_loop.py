@@ -11,7 +11,7 @@ import yaml
 
 from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY
 from fake_ca import backoff, booking, lifecycle, nodes as vm, params as P, scaledown, status
-from fake_ca.pools import node_manifest
+from k8s.pools import node_manifest
 from test_planner import GPUPOOL, POOLS, TPL, node, pod, provreq, template
 
 T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=timezone.utc)

@@ -12,7 +12,7 @@ from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, LANE_PREFIX, TOPOLOGY_L
 from fake_ca.planner import Verdict, plan
 from fake_ca.request import SUPPORTED_CLASSES, PodSet, RequestError, gang_request, pod_requests, request_from_objects
 from fake_ca.scheduling import tolerates
-from fake_ca.pools import load_pools, node_manifest, parse_pools
+from k8s.pools import load_pools, node_manifest, parse_pools
 
 POOLS_FILE = Path(__file__).resolve().parents[2] / "manifests" / "node-pools.yaml"
 # the demo's own pools: the walkthrough lanes' (wt-..., copies of gpupool) would only lengthen every explanation

@@ -8,7 +8,7 @@ import copy
 from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
 from fake_ca import planner
 from fake_ca.planner import Verdict, plan
-from fake_ca.pools import node_manifest, parse_pools
+from k8s.pools import node_manifest, parse_pools
 from fake_ca.request import request_from_objects
 
 DOMAIN_LABEL = "topology.tau-demo.io/domain"

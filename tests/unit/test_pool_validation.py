@@ -1,5 +1,5 @@
 """Every way a node-pools document can be wrong, with the exact message the user gets
-("<source>: <field path>: <reason>"), and the boundaries of what is accepted (fake_ca/pools.py)."""
+("<source>: <field path>: <reason>"), and the boundaries of what is accepted (k8s/pools.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import copy
 import pytest
 import yaml
 
-from fake_ca.pools import (Domain, PoolsError, Taint, load_pools, node_manifest, parse_pools, pools_from_configmap,
+from k8s.pools import (Domain, PoolsError, Taint, load_pools, node_manifest, parse_pools, pools_from_configmap,
                            pools_to_configmap, pools_to_yaml)
 
 SRC = "src"

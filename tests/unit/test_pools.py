@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fake_ca import pools as P
+from k8s import pools as P
 from k8s.keys import BATCH_ANNOTATION
-from fake_ca.pools import (MANAGED_LABEL, POOL_LABEL, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION, Domain,
+from k8s.pools import (MANAGED_LABEL, POOL_LABEL, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION, Domain,
                            PoolsError, Taint, load_pools, node_manifest, parse_pools, pool_of_node,
                            pools_from_configmap, pools_to_configmap)
 

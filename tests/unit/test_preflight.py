@@ -13,7 +13,7 @@ from demo.jobs import kueue_names
 from demo.jobs.preflight import Gang, GangError, PreflightInputs, check_gang, check_profile, decide, gpu_flavors
 from k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
 from k8s.paths import POOLS_FILE
-from fake_ca.pools import pools_from_configmap
+from k8s.pools import pools_from_configmap
 
 REC = {d["kind"]: d for d in yaml.safe_load_all((Path(__file__).parent / "recorded" / "queue-objects.yaml").read_text())}
 LONG = yaml.safe_load((Path(__file__).parent / "recorded" / "kueue-names.yaml").read_text())

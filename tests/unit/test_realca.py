@@ -18,7 +18,7 @@ from demo.realca import exclusion, provider
 from demo.realca.process import RealCAError, Settings, ca_args, ca_env, kubeconfig_target, main_loops_metric
 from demo.toolchain import buildinfo, casource, components, versions
 from demo.toolchain.gobuild import Progress, ToolchainError
-from fake_ca.pools import load_pools, node_manifest, parse_pools
+from k8s.pools import load_pools, node_manifest, parse_pools
 
 REPO = Path(__file__).resolve().parents[2]
 POOLS = load_pools(REPO / "manifests" / "node-pools.yaml")

@@ -13,7 +13,7 @@ import yaml
 from demo.cluster import install
 from demo.cluster import lanes as L
 from demo.taucluster.profile import parse_all
-from fake_ca.pools import load_pools
+from k8s.pools import load_pools
 from k8s.manifests import ManifestError, load_manifest
 from k8s.paths import MANIFESTS, POOLS_FILE
 from scenarios import catalogue

@@ -1,4 +1,4 @@
-"""Node pools of the fake autoscaler, and the Node objects a scale-up creates.
+"""Node pools (the fake autoscaler's, and the real one's kwok node groups), and the Node objects a scale-up creates.
 
 A pool plays the part of a Cluster Autoscaler node group backed by the kwok cloud provider: a
 fixed node shape (labels, taints, capacity) and a size range.  Pools are read from
@@ -36,15 +36,14 @@ from typing import Any
 
 import yaml
 
-from k8s import node as nodes_
-from k8s.keys import (BATCH_ANNOTATION, BOOTS_AT_ANNOTATION, HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION,
+from . import node as nodes_
+from .duration import FOREVER
+from .keys import (BATCH_ANNOTATION, BOOTS_AT_ANNOTATION, HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION,
                            KWOK_MIN_COUNT_ANNOTATION, KWOK_NODE_ANNOTATION, MANAGED_LABEL, NEVER_BOOTS, NODE_READY,
                            NOT_READY_TAINT, OS_LABEL, POOL_LABEL, POOL_TABLE, POOL_TABLE_KEY, PROVREQ_ANNOTATION,
                            PROVREQ_UID_ANNOTATION)
-from k8s.quantity import MAX_MILLI, parse_quantity
-from k8s.resources import CONFIG_MAP, NODE, NODE_POOL_LIST
-
-from .params import FOREVER
+from .quantity import MAX_MILLI, parse_quantity
+from .resources import CONFIG_MAP, NODE, NODE_POOL_LIST
 
 CONFIGMAP_KEY = POOL_TABLE_KEY
 
