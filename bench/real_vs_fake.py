@@ -31,7 +31,7 @@ from k8s.keys import DEMO_NAMESPACE, FAKE_CA_LEASE, JOB_NAME_LABEL, REAL_CA_LEAS
 from k8s.objects import name as name_of  # noqa: E402
 from k8s.resources import POD  # noqa: E402
 from k8s.watch import Watch  # noqa: E402
-from scenarios.conformance import reset, running_autoscaler  # noqa: E402
+from scenarios.conformance.probes import reset, running_autoscaler  # noqa: E402
 from scenarios.controllers import start_private, stop_started  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
 

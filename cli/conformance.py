@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 
 from k8s.pools import PoolsError, load_pools
-from scenarios import conformance as cf
-from scenarios import fidelity
+from scenarios.conformance import probes as cf
+from scenarios.conformance import fidelity
 from scenarios.controllers import stop_started
-from scenarios.deviations import DEVIATIONS
+from scenarios.conformance.deviations import DEVIATIONS
 from scenarios.harness import ScenarioFailed
 from scenarios.runner import NoCluster, make_context
 

@@ -28,7 +28,7 @@ from k8s.keys import (BOOKING_EXPIRED, DEMO_POOL, EVICTED, EVICTED_BY_ADMISSION_
 from k8s.objects import condition, is_true, revision
 from k8s.resources import NODE
 
-from ..conformance import free_node
+from ..conformance.probes import free_node
 from ..harness import Context
 from ..record import Scenario, Spec
 from .. import toolbox

@@ -18,7 +18,7 @@ from k8s.paths import POOLS_FILE, REPO
 from demo.realca import exclusion
 from demo.toolchain.components import CLUSTER_AUTOSCALER_BINARY
 from k8s.pools import load_pools
-from scenarios import conformance as cf
+from scenarios.conformance import probes as cf
 from scenarios.controllers import start_private
 from scenarios.harness import Context
 from tests.cluster.conftest import wait_for

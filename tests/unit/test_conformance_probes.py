@@ -1,4 +1,4 @@
-"""The conformance probes (scenarios/conformance.py) as records: named after behaviours, at least twenty, each
+"""The conformance probes (scenarios/conformance/probes.py) as records: named after behaviours, at least twenty, each
 claim about time naming events the probe can make, the settings both autoscalers get alike, the run's node
 pools, the objects a probe creates, and both tables of docs/autoscaler.md covered by them."""
 
@@ -9,9 +9,9 @@ import re
 from k8s.duration import FOREVER
 from k8s.pools import load_pools, node_manifest
 from k8s.paths import DEVIATIONS_DOC, POOLS_FILE
-from scenarios import conformance as cf
-from scenarios import fidelity as F
-from scenarios.deviations import DEVIATIONS
+from scenarios.conformance import probes as cf
+from scenarios.conformance import fidelity as F
+from scenarios.conformance.deviations import DEVIATIONS
 
 POOLS = cf.probe_pools(load_pools(POOLS_FILE))
 BY_NAME = {p.name: p for p in POOLS}

@@ -346,7 +346,7 @@ def counted_claims() -> list[tuple[str, str, int]]:
     walkthrough, upstream = len(catalogue.members("all")), len(catalogue.members("upstream"))
     specs = [s for s in catalogue.scenarios() if s.group == "kueue-specs"]
     real = sum(1 for s in specs if not s.needs_fake)
-    from scenarios.conformance import PROBES
+    from scenarios.conformance.probes import PROBES
     gate = report.settings()
     equivalents = len(report.read_equivalents(gate.equivalents_file))
     return [

@@ -1,4 +1,4 @@
-"""Conformance records compared (scenarios/fidelity.py) on plain data: condition changes and rewrites, the
+"""Conformance records compared (scenarios/conformance/fidelity.py) on plain data: condition changes and rewrites, the
 node-group states of a status ConfigMap, the seven compared aspects, the claims about time, documented vs
 undocumented differences against the rows of docs/autoscaler.md, and the two reports, whole."""
 
@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
-from scenarios import conformance as cf
-from scenarios import fidelity as F
+from scenarios.conformance import probes as cf
+from scenarios.conformance import fidelity as F
 from k8s.paths import DEVIATIONS_DOC
-from scenarios.deviations import DEVIATIONS
+from scenarios.conformance.deviations import DEVIATIONS
 
 ACC = F.Change("Accepted", "True", "Accepted", "ProvisioningRequest is accepted by ClusterAutoscaler")
 PROV = F.Change("Provisioned", "True", "CapacityIsProvisioned", "Capacity is found in the cluster")

@@ -49,10 +49,10 @@ from demo.realca import exclusion
 from k8s.duration import FOREVER
 from k8s.pools import Pool, node_manifest, pools_to_yaml
 
-from .controllers import Controller, start_private
+from ..controllers import Controller, start_private
 from .fidelity import (Gap, GroupEvent, Mark, NodeEvent, ObservedWrite, Record, condition_changes,
                        condition_rewrites, group_states, select)
-from .harness import Context, ScenarioFailed
+from ..harness import Context, ScenarioFailed
 
 STUCK_POOL = "stuckpool"         # the probes' pool whose nodes never become Ready
 
