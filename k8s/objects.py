@@ -18,7 +18,8 @@ def _part(obj: Obj | None, key: str) -> Obj:
 
 
 def meta(obj: Obj | None) -> Obj:
-    return _part(obj, "metadata")
+    v = obj.get("metadata") if isinstance(obj, dict) else None      # _part written out: the most asked of all
+    return v if isinstance(v, dict) else {}
 
 
 def spec(obj: Obj | None) -> Obj:
@@ -46,8 +47,10 @@ def uid(obj: Obj | None) -> str:
 
 
 def condition(obj: Obj | None, ctype: str) -> Obj | None:
-    """The status condition of type `ctype`, or None."""
-    for c in status(obj).get("conditions") or []:
+    """The status condition of type `ctype`, or None.  (status() written out: the autoscaler's loop asks this
+    about a thousand times a loop.)"""
+    st = obj.get("status") if isinstance(obj, dict) else None
+    for c in (st.get("conditions") if isinstance(st, dict) else None) or ():
         if isinstance(c, dict) and c.get("type") == ctype:
             return c
     return None
