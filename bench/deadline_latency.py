@@ -51,6 +51,7 @@ from demo.deadline import protocol as dl  # noqa: E402
 from demo.deadline.invariants import History, violations  # noqa: E402
 from demo.jobs.preflight import Gang  # noqa: E402
 from demo.jobs.render import job_template, render_job  # noqa: E402
+from k8s import job as jobs_
 from k8s import workload as workloads
 from k8s.client import Kube  # noqa: E402
 from k8s.duration import parse_duration  # noqa: E402
@@ -286,6 +287,9 @@ def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
         if not ideal:                                   # the ideal client arms cleanup but does not delete
             wait_until(lambda: all(any(typ == "DELETED" for _, typ, _ in watch.job_events(n)) for n in made),
                        ttl + 90, "cleanup to delete every Job")
+        else:       # it sends every due commit before any mirror, so its mirrors may trail the last decision
+            wait_until(lambda: all(any(jobs_.mirrored(j) and jobs_.cleanup_after(j) for _, _, j in watch.job_events(n))
+                                   for n in made), 90, "the ideal client's mirrors and cleanup times")
         cpu_end = cpu_seconds(pid)
         t_cleaned = time.time()
         time.sleep(1.0)                                 # late events (Workload deletions) for the histories
