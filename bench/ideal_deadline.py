@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from demo.deadline import protocol as dl  # noqa: E402
+from k8s import workload as workloads  # noqa: E402
 from k8s.client import Kube  # noqa: E402
 from k8s.errors import Conflict  # noqa: E402
 from k8s.keys import DEADLINE_CLASS_ANNOTATION  # noqa: E402
@@ -63,10 +64,7 @@ def main() -> None:
     print("caches synced; ready", flush=True)
 
     def commit(name: str) -> None:
-        job = jobs.get(f"{a.namespace}/{name}")
-        uid = meta(job).get("uid")
-        wl = next((w for w in wls.items() if any(r.get("uid") == uid for r in meta(w).get("ownerReferences") or [])),
-                  None)
+        wl = workloads.of_job(wls.items(), meta(jobs.get(f"{a.namespace}/{name}")).get("uid") or "")
         if wl is None:
             return
         now = datetime.now(timezone.utc)
