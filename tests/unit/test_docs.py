@@ -247,7 +247,9 @@ def _full_checkout() -> bool:
 
 
 def _in_git(commit: str) -> bool:
-    return subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
+    """In this history: an ancestor of HEAD. An object the local repository merely holds (a rebased branch's commit,
+    dangling) is not, and a clone of main would not have it."""
+    return subprocess.run(["git", "-C", str(REPO), "merge-base", "--is-ancestor", commit, "HEAD"],
                           capture_output=True).returncode == 0
 
 
