@@ -3,7 +3,6 @@ page, and facts for checks."""
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,8 @@ from k8s.keys import (CHECK_NAME, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION,
 from k8s.objects import annotations, condition, created_at, is_true, parse_time, uid
 from k8s.objects import name as name_of
 from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
-from k8s.runtime import Store
-from k8s.watch import NotSynced, Watch, start_synced
-from k8s.poll import eventually
+from k8s.tape import WATCH_LAG, Tape
+from k8s.watch import NotSynced
 
 from .controllers import controllers_dir
 from .harness import Context, ScenarioFailed
@@ -76,87 +74,72 @@ class LogFollower:
 
 
 class Recorder:
-    """One Job's objects, from watches (the one Watch of k8s/watch.py, into caches), in the background: a
+    """One Job's objects on a Tape (k8s/tape.py: the watches into stores, sampled), in the background: a
     Snapshot of the Job, its Workload, its ProvisioningRequests, its pods and the nodes after every change
     (and every `interval` seconds), the lane states and details in the event log (what the SVG and the live
-    page draw), the controllers' log lines about its objects, and facts for checks."""
+    page draw), the controllers' log lines about its objects, and facts for checks (the tape's query set)."""
 
     def __init__(self, ctx: Context, name: str, log: EventLog | None, interval: float = 0.2, lanes=None):
         """`lanes(snapshot)` gives the lane states to log (default: the standard lanes)."""
-        self.ctx, self.name, self.log, self.interval = ctx, name, log, interval
+        self.ctx, self.name, self.log = ctx, name, log
         self.lanes = lanes or snapshot_states
-        self.stop_ev = threading.Event()
-        self.samples: list[tuple[float, Snapshot]] = []
         self.job_uid: str | None = None
         self.objects: dict[str, ObjectLane] = {}        # the object lanes of the last sample
         self.names: dict[str, str] = {name: "Job"}      # object name -> lane, for the controllers' log lines
         self.down = False                               # a watch lost the apiserver and has not listed again
-        self.lock = threading.Lock()
-        self.caches = {res.plural: Store(on_change=self._changed) for res in RECORDED}
-        self.watches: list[Watch] = []
         self.follower: LogFollower | None = None
-        self.t = threading.Thread(target=self._tick, daemon=True)
-        self.stop_join = 2.0        # seconds to wait for each watch's thread at the end (0: let it end by itself)
+        lane = ctx.lane          # its namespace, and on a scoped lane only its pool's nodes
+        self.tape: Tape[Snapshot] = Tape(ctx.k, RECORDED, lane.namespace, node_selector=lane.node_selector,
+                                         project=self._assemble, interval=interval, on_sample=self._logged,
+                                         on_tick=self._ticked, stop_join=2.0)
+
+    @property
+    def samples(self) -> list[tuple[float, Snapshot]]:
+        return self.tape.samples
 
     def __enter__(self):
-        lane = self.ctx.lane          # its namespace, and on a scoped lane only its pool's nodes
-        self.watches = [self.caches[res.plural].watch(self.ctx.k, res, lane.namespace if res.namespaced else None,
-                                                      label_selector=lane.node_selector if res is NODE else None)
-                        for res in RECORDED]
-        try:
-            start_synced(self.watches)
-        except NotSynced as e:
-            raise ScenarioFailed(f"the recorder of {self.name}: {e}") from e
-        if self.log is not None:
+        if self.log is not None:      # the log's run starts before its first sample
             self.log.run("start", self.name, title=self.ctx.title)
             self.follower = LogFollower(lambda: log_sources(self.ctx.kubeconfig))
-        self._sample()
-        self.t.start()
+        try:
+            self.tape.__enter__()
+        except NotSynced as e:
+            if self.log is not None:
+                self.log.run("end", self.name)
+            raise ScenarioFailed(f"the recorder of {self.name}: {e}") from e
         return self
 
     def __exit__(self, *exc):
-        self.stop_ev.set()
-        if self.t.is_alive():
-            self.t.join(5)
-        for w in self.watches:
-            w.stop(self.stop_join)
-        if self.log is not None:     # the log ends with what the scenario saw when it stopped recording
-            self._sample()
-            self._log_lines()
+        self.tape.__exit__(*exc)      # its last sample is what the scenario saw when it stopped recording
+        if self.log is not None:
+            with self.tape.lock:
+                self._log_lines()
             self.log.run("end", self.name)
 
-    def _changed(self, typ, obj) -> None:
-        if self.watches and all(w.synced.is_set() for w in self.watches):
-            self._sample()
+    def _assemble(self, stores) -> Snapshot:
+        snap = assemble(self.name, self.job_uid, stores[JOB.plural].items(), stores[WORKLOAD.plural].items(),
+                        stores[PROVREQ.plural].items(), stores[POD.plural].items(), stores[NODE.plural].items())
+        if snap.job is not None and self.job_uid is None:
+            self.job_uid = snap.job["metadata"]["uid"]
+        return snap
 
-    def _tick(self) -> None:
-        while not self.stop_ev.wait(self.interval):
-            self._note_cluster()
-            self._sample()
-            self._log_lines()
+    def _ticked(self) -> None:
+        self._note_cluster()
+        self._log_lines()
 
     def _note_cluster(self) -> None:
         """The apiserver went away (a watch lost it) or came back (every watch listed again)."""
-        errors = [w.last_error for w in self.watches if w.last_error]
-        with self.lock:
-            if errors and not self.down and self.log is not None:
-                self.log.note("cluster", "down", detail=errors[0])
-            if not errors and self.down and self.log is not None:
-                self.log.note("cluster", "up", detail="the apiserver answers again")
-            self.down = bool(errors)
+        errors = self.tape.errors()
+        if errors and not self.down and self.log is not None:
+            self.log.note("cluster", "down", detail=errors[0])
+        if not errors and self.down and self.log is not None:
+            self.log.note("cluster", "up", detail="the apiserver answers again")
+        self.down = bool(errors)
 
-    def _sample(self) -> None:
-        with self.lock:
-            c = self.caches
-            snap = assemble(self.name, self.job_uid, c[JOB.plural].items(), c[WORKLOAD.plural].items(),
-                                    c[PROVREQ.plural].items(), c[POD.plural].items(), c[NODE.plural].items())
-            if snap.job is not None and self.job_uid is None:
-                self.job_uid = snap.job["metadata"]["uid"]
-            now = time.time()
-            self.samples.append((now, snap))
-            if self.log is not None and self.job_uid is not None:   # the story starts when the Job exists
-                self.log.record_all(self.lanes(snap), t=now)
-                self._write_details(snap, now)
+    def _logged(self, now: float, snap: Snapshot) -> None:
+        if self.log is not None and self.job_uid is not None:
+            self.log.record_all(self.lanes(snap), t=now)   # the story starts when the Job exists
+            self._write_details(snap, now)
 
     def _write_details(self, snap: Snapshot, now: float) -> None:
         """What the live page shows beyond the summary lanes: one lane per object, the five phases, the
@@ -185,28 +168,24 @@ class Recorder:
         """The controllers' lines about this Job's objects (by the names they carry)."""
         if self.follower is None:
             return
-        with self.lock:              # the log is written by the watches' threads too
-            for source, line in self.follower.new_lines():
-                if lane_for(line, self.names) is not None:
-                    self.log.log_line(source, line)
+        for source, line in self.follower.new_lines():    # under the tape's lock: the watches' threads log too
+            if lane_for(line, self.names) is not None:
+                self.log.log_line(source, line)
 
     def mark(self, label: str, t: float | None = None) -> None:
         if self.log is not None:
             self.log.mark(label, t=t)
 
-    # facts over the samples
+    # facts over the samples: the tape's query set
     def ever(self, pred) -> bool:
-        return any(pred(s) for _, s in self.samples)
+        return self.tape.ever(pred)
 
     def first(self, pred) -> float | None:
-        return next((t for t, s in self.samples if pred(s)), None)
+        return self.tape.first(pred)
 
-    def first_seen(self, pred, timeout: float, clock=time.monotonic, sleep=time.sleep) -> float | None:
-        """`first(pred)`, waiting up to `timeout` seconds for the watches to deliver it: what a controller has
-        just written (a hook paused it right after its patch) can reach the apiserver before it reaches
-        this recorder's watch.  None if still not seen.  `clock` and `sleep`: as eventually()'s."""
-        return eventually(lambda: self.first(pred), timeout, interval=min(self.interval, 0.1), clock=clock,
-                          sleep=sleep)
+    def seen(self, pred, grace: float = WATCH_LAG, clock=time.monotonic, sleep=time.sleep) -> float | None:
+        """`first(pred)`, given up to `grace` seconds for the watches to deliver it (k8s/tape.py seen)."""
+        return self.tape.seen(pred, grace, clock=clock, sleep=sleep)
 
     def cleaned_up_after_ttl(self) -> tuple[bool, str]:
         """Did the Job disappear only once its armed cleanup time had passed?  (ok, what was seen)"""
@@ -293,8 +272,8 @@ def check_commit_bound(ctx: Context, rec: Recorder, deadline_at: float, now=time
     the watch is given until the bound's end plus a margin to deliver it; not seen by then is a failure.
     `now` (wall clock, as the samples' times), `clock` and `sleep` (the wait's): a test's fake time."""
     seen_by = deadline_at + dl.COMMIT_TOLERANCE + COMMIT_SIGHTING_MARGIN
-    committed = rec.first_seen(lambda s: workloads_.committed_timeout(s.workload),
-                               timeout=max(seen_by - now(), 0.0), clock=clock, sleep=sleep)
+    committed = rec.seen(lambda s: workloads_.committed_timeout(s.workload),
+                         grace=max(seen_by - now(), 0.0), clock=clock, sleep=sleep)
     if committed is None:
         ctx.check(False, f"the timeout was committed within {dl.COMMIT_TOLERANCE:g}s of the deadline: the "
                          f"recorder's watch had not seen it {seen_by - deadline_at:g}s after the deadline")

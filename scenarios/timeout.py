@@ -83,7 +83,7 @@ def preflight_refusal(ctx: Context) -> None:
     args = [*ctx.lane_args(), "--gang", "3x8", "--name", name]
     ctx.step(f"tau-demo submit {' '.join(args)} on a pool of at most 2 nodes")
     ns = ctx.lane.namespace
-    with toolbox.Changes(ctx, JOB, namespace=ns) as jobs_, toolbox.Changes(ctx, WORKLOAD, namespace=ns) as workloads_:
+    with toolbox.changes(ctx, JOB, namespace=ns) as jobs_, toolbox.changes(ctx, WORKLOAD, namespace=ns) as workloads_:
         r = subprocess.run([sys.executable, "-m", "cli", "submit", *args, "--kubeconfig", ctx.kubeconfig],
                            capture_output=True, text=True, timeout=60)
         for line in r.stdout.splitlines() + r.stderr.splitlines():
@@ -91,7 +91,7 @@ def preflight_refusal(ctx: Context) -> None:
         time.sleep(1.0)      # the window stays open a moment after submit returned: a late create would show
     ctx.check(r.returncode == 2 and "preflight refused the job; nothing was created" in r.stderr,
               "refused at submit time with exit status 2, before creating anything")
-    made = [f"{typ} {res}" for res, w in (("Job", jobs_), ("Workload", workloads_)) for _, typ, _ in w.events]
+    made = [f"{typ} {res}" for res, w in (("Job", jobs_), ("Workload", workloads_)) for _, typ, _ in w.changes]
     ctx.check(not made, f"no Job and no Workload was created or changed in namespace {ns}, watched from before the "
                         f"submit until 1s after it returned ({len(made)} events: {', '.join(made) or 'none'})")
     smaller_job_admitted(ctx)

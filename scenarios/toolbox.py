@@ -25,6 +25,7 @@ from k8s.objects import condition, format_time, is_true, labels, meta, revision
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, EVENT, JOB, LOCAL_QUEUE, PROVREQ_CONFIG,
                            RESOURCE_FLAVOR, WORKLOAD, WORKLOAD_PRIORITY_CLASS, Resource)
 from k8s.watch import Event
+from k8s.tape import Tape
 from k8s.watch import Watch as BackgroundWatch
 
 from .harness import NAMESPACES, NS, Context, ScenarioFailed
@@ -175,33 +176,12 @@ class KueueObjects:
 
 # ---------------------------------------------------------------------------- watching
 
-class Changes:
-    """Every change of one resource in the demo namespace, from a watch (not polls), in the background:
-    (time, ADDED|MODIFIED|DELETED, object).  Objects listed before it started are not events."""
-
-    def __init__(self, ctx: Context, res: Resource, keep: Callable[[dict], bool] = lambda obj: True,
-                 namespace: str | None = NS):
-        self.ctx, self.res, self.keep = ctx, res, keep
-        self.events: list[tuple[float, str, dict]] = []
-        self.watch = BackgroundWatch(ctx.k, res, self._event, namespace=namespace if res.namespaced else None,
-                                     timeout_seconds=30)
-
-    def __enter__(self):
-        self.watch.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.watch.stop()
-
-    def _event(self, typ: Event, obj: dict) -> None:
-        if self.keep(obj):
-            self.events.append((time.time(), typ, obj))
-
-    def uids(self, typ: str, since: float = 0.0) -> list[str]:
-        return [meta(o).get("uid") for t, ty, o in list(self.events) if ty == typ and t >= since]
-
-    def of(self, name: str) -> list[tuple[float, str, dict]]:
-        return [e for e in list(self.events) if meta(e[2]).get("name") == name]
+def changes(ctx: Context, res: Resource, keep: Callable[[dict], bool] = lambda obj: True,
+            namespace: str | None = NS) -> Tape:
+    """Every change of one resource in the demo namespace from now on, on a Tape (k8s/tape.py): its `changes`,
+    (time, ADDED|MODIFIED|DELETED, object), and the query set over them.  Objects listed before it started are
+    not changes."""
+    return Tape(ctx.k, (res,), namespace if res.namespaced else None, keep=keep)
 
 
 def events_of(ctx: Context, workload: str, namespace: str = NS) -> list[dict]:

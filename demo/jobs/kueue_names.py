@@ -46,7 +46,7 @@ def workload_name_for_job(job_name: str, job_uid: str) -> str:
 
 def workload_name_length_for_job(job_name: str) -> int:
     """The length of the Workload name, known before the Job exists (the uid only changes the hash)."""
-    return min(len(f"job-{job_name}"), MAX_WORKLOAD_NAME - 1 - HASH_LENGTH) + 1 + HASH_LENGTH
+    return len(workload_name_for_job(job_name, ""))
 
 
 def provreq_name(workload: str, check: str, attempt: int) -> str:

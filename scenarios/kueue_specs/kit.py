@@ -32,6 +32,7 @@ from k8s.paths import POOLS_FILE
 from k8s.resources import NAMESPACE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event
 from k8s.poll import eventually
+from k8s.tape import WATCH_LAG, first, first_sample, seen
 
 from ..harness import Context
 from ..record import Spec
@@ -82,8 +83,8 @@ class SpecEnv:
         self.ctx, self.spec = ctx, spec
         self.name = f"{SPEC_PREFIX}{spec.number}"
         self.objs = toolbox.KueueObjects(ctx)
-        self.wls = toolbox.Changes(ctx, WORKLOAD, namespace=SPECS_NAMESPACE)
-        self.prs = toolbox.Changes(ctx, PROVREQ, namespace=SPECS_NAMESPACE)
+        self.wls = toolbox.changes(ctx, WORKLOAD, namespace=SPECS_NAMESPACE)
+        self.prs = toolbox.changes(ctx, PROVREQ, namespace=SPECS_NAMESPACE)
         self.drivers: list[str] = []
         self.unreached: list[str] = []
         self.flavors: dict[str, str] = {}
@@ -103,7 +104,7 @@ class SpecEnv:
 
     def __exit__(self, exc_type, exc, tb):
         for w in (self.wls, self.prs):
-            w.watch.stop(0)                   # its thread ends at its next event or timeout
+            w.__exit__(exc_type, exc, tb)     # its thread ends at its next event or timeout
         if exc_type is None:
             self.check_writers()
         error = "" if exc_type is None else f"{exc_type.__name__}: {exc}"
@@ -179,8 +180,14 @@ class SpecEnv:
                     c["resources"] = {"requests": dict(requests)}
         job = self.ctx.submit(self.ctx.new_name(tag), f"{pods}x{gpus}", duration, provreq=params,
                               profile=self.name, namespace=SPECS_NAMESPACE, shape=shape)
-        workload = names.workload_name_for_job(meta(job)["name"], meta(job)["uid"])
+        workload = meta(self.workload_of(job))["name"]
         return Submitted(job, workload, self.request_name(workload, 1))
+
+    def workload_of(self, job: dict, timeout: float = 30) -> dict:
+        """The Job's Workload once Kueue made it: the one it owns (k8s/workload.of_job), from the watch's store."""
+        store = self.wls.stores[WORKLOAD.plural]
+        return self.ctx.wait(lambda: workloads.of_job(store.items(), meta(job)["uid"]), timeout,
+                             f"Kueue to make the Workload of Job {meta(job)['name']}")
 
     def admitted_job(self, tag: str, step: str, duration: str, **params: str) -> Submitted:
         """Tell `step`, submit a 1-GPU Job of `duration` (the fake's nodes Ready at once, and `params`), and wait
@@ -221,7 +228,7 @@ class SpecEnv:
     def wait_seen(self, workload: str, pred: Callable[[dict], object], timeout: float, what: str) -> dict:
         """The first version of the Workload the watch saw for which pred holds (a state Kueue may leave a moment
         later: an eviction, a Retry); ScenarioFailed after timeout."""
-        return self.ctx.wait(lambda: next((o for _, o in self.versions(workload) if pred(o)), None), timeout,
+        return self.ctx.wait(lambda: (got := first_sample(self.wls.versions(workload), pred)) and got[1], timeout,
                              f"{what} ({workload})")
 
     def request(self, name: str) -> dict | None:
@@ -231,49 +238,38 @@ class SpecEnv:
                      what: str = "the request") -> dict:
         """The first version of the request the watch saw for which pred holds (Kueue may delete it a moment
         later: a Rejected check's request goes with the deactivation)."""
-        def seen():
-            return next((o for _, typ, o in self.request_events(name)
-                         if typ != Event.DELETED and meta(o)["name"] == name and pred(o)), None)
-        return self.ctx.wait(seen, timeout, f"{what} ({name})")
+        return self.ctx.wait(lambda: (got := first_sample(self.prs.versions(name), pred)) and got[1], timeout,
+                             f"{what} ({name})")
 
     def scheduled_pods(self, job: dict) -> list[dict]:
         """The Job's pods that are bound to a node, read now."""
         pods = self.ctx.k.list(POD, SPECS_NAMESPACE, label_selector=f"{JOB_NAME_LABEL}={meta(job)['name']}")[0]
         return [p for p in pods if spec_of(p).get("nodeName")]
 
-    def versions(self, workload: str) -> list[tuple[float, dict]]:
-        """Every version of the Workload the watch saw: (time, object)."""
-        return [(t, o) for t, typ, o in self.wls.of(workload) if typ != Event.DELETED]
-
-    def ever(self, workload: str, pred: Callable[[dict], object]) -> float | None:
+    def first(self, workload: str, pred: Callable[[dict], object]) -> float | None:
         """When the watch first saw a version of the Workload for which pred holds (None: never)."""
-        return next((t for t, o in self.versions(workload) if pred(o)), None)
+        return first(self.wls.versions(workload), pred)
 
     def first_seen(self, workload: str, pred: Callable[[dict], object],
-                   timeout: float = 10.0) -> tuple[float, dict] | None:
-        """The first version of the Workload the watch saw for which pred holds, and when, given up to `timeout`
-        seconds for the watch to deliver a version a live read has already shown (the watch can be a moment
-        behind the apiserver's answer); None if it still has not."""
-        return eventually(lambda: next(((t, o) for t, o in self.versions(workload) if pred(o)), None), timeout)
+                   grace: float = WATCH_LAG) -> tuple[float, dict] | None:
+        """The first version of the Workload the watch saw for which pred holds, and when, given the watch-lag
+        grace to deliver a version a live read has already shown (k8s/tape.py seen); None if it still has not."""
+        return seen(lambda: first_sample(self.wls.versions(workload), pred), grace)
 
-    def seen(self, workload: str, pred: Callable[[dict], object], timeout: float = 10.0) -> float | None:
+    def seen(self, workload: str, pred: Callable[[dict], object], grace: float = WATCH_LAG) -> float | None:
         """When: `first_seen`'s time, or None."""
-        got = self.first_seen(workload, pred, timeout)
+        got = self.first_seen(workload, pred, grace)
         return got[0] if got else None
 
-    def request_events(self, prefix: str) -> list[tuple[float, str, dict]]:
-        """Every event of the requests whose name starts with `prefix` (a Workload's: `<workload>-<check>-`)."""
-        return [(t, typ, o) for t, typ, o in list(self.prs.events) if meta(o).get("name", "").startswith(prefix)]
-
     def created(self, prefix: str) -> list[str]:
-        """The names of the requests with this prefix, in the order they were created."""
-        return [meta(o)["name"] for _, typ, o in self.request_events(prefix) if typ == Event.ADDED]
+        """The names of the requests whose name starts with `prefix` (a Workload's: `<workload>-<check>-`), in the
+        order they were created."""
+        return [meta(o)["name"] for _, typ, o in self.prs.of(prefix=prefix) if typ == Event.ADDED]
 
     def deletion(self, name: str) -> tuple[float, dict] | None:
         """The request's deletion as the watch saw it: (time, its last state, whose resourceVersion is the
         deletion's etcd revision), or None."""
-        return next(((t, o) for t, typ, o in self.request_events(name)
-                     if typ == Event.DELETED and meta(o)["name"] == name), None)
+        return next(((t, o) for t, typ, o in self.prs.of(name) if typ == Event.DELETED), None)
 
     def deleted(self, name: str) -> float | None:
         gone = self.deletion(name)
@@ -293,9 +289,9 @@ class SpecEnv:
     def driven(self, request: str, ctype: str) -> dict | None:
         """The first version of the request the watch saw with the condition `ctype`; recorded as a driver with its
         status, reason and writer (managedFields)."""
-        for _, typ, o in self.request_events(request):
+        for _, o in self.prs.versions(request):
             c = condition(o, ctype)
-            if meta(o)["name"] == request and c is not None and typ != Event.DELETED:
+            if c is not None:
                 writers = provreqs_.condition_writers(o, ctype)
                 self.drivers.append(f"{ctype}={c.get('status')}/{c.get('reason')} on attempt "
                                     f"{provreqs_.attempt(o, None)}, by the {self.ctx.autoscaler} autoscaler "
@@ -306,7 +302,7 @@ class SpecEnv:
     def check_writers(self) -> None:
         """No condition set by hand: every condition of every request version seen was written by an autoscaler."""
         seen: dict[str, set[str]] = {}
-        for _, typ, o in list(self.prs.events):
+        for _, typ, o in list(self.prs.changes):
             for ctype in PROVREQ_CONDITIONS:
                 if condition(o, ctype) is not None:
                     seen.setdefault(ctype, set()).update(provreqs_.condition_writers(o, ctype))

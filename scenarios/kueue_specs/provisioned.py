@@ -122,7 +122,7 @@ def provisioned_ready(ctx: Context) -> None:
         env.driven(name, ACCEPTED)
         env.driven(name, PROVISIONED)
         message = (condition(pending, PROVISIONED) or {}).get("message", "")
-        shown = eventually(lambda: env.ever(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
+        shown = eventually(lambda: env.first(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
                                             and check_entry(w, check).get("message") == message), 15)
         ctx.check(is_true(pending, ACCEPTED) and shown is not None,
                   f"the check is Pending with the request's message {message!r}")
@@ -172,7 +172,7 @@ def booking_expired_ignored(ctx: Context) -> None:
         # ordered by etcd revision, not by arrival: the request and the Workload reach this process on two
         # watches, and the fake can end the booking within a second of the admission (once the pod consumes it)
         at = revision(expired) if expired is not None else None
-        versions = [o for _, o in env.versions(wl)]
+        versions = [o for _, o in env.wls.versions(wl)]
         then = [o for o in versions if at is not None and revision(o) < at][-1:]
         after = [o for o in versions if at is not None and revision(o) > at]
         ctx.check(bool(then) and workloads.admitted(then[0]),
@@ -205,7 +205,7 @@ def running_survives_deletion(ctx: Context) -> None:
         env.drivers.append(f"the request deleted by the scenario {'' if gone else '(not seen)'}".strip())
         ctx.check(gone is not None, f"request {name} deleted")
         time.sleep(WINDOW)
-        after = [o for t, o in env.versions(wl) if gone and t >= gone]
+        after = [o for t, o in env.wls.versions(wl) if gone and t >= gone]
         now = env.get(wl)
         ctx.check(workloads.admitted(now) and check_entry(now, check).get("state") == CheckState.READY
                   and all(workloads.admitted(o) and check_entry(o, check).get("state") == CheckState.READY

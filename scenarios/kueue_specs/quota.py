@@ -74,7 +74,7 @@ def no_request_before_quota(ctx: Context) -> None:
         ctx.step(f"Watch the second Job's Workload for {WINDOW:.0f}s without quota")
         time.sleep(WINDOW)
         prefix = f"{wl}-{check}-"
-        ctx.check(env.ever(wl, workloads.quota_reserved) is None,
+        ctx.check(env.first(wl, workloads.quota_reserved) is None,
                   f"for {time.time() - started:.0f}s the second Workload has no quota: "
                   f"QuotaReserved={reason_of(env.get(wl), QUOTA_RESERVED)} "
                   f"({(condition(env.get(wl), QUOTA_RESERVED) or {}).get('message', '')[:80]})")
@@ -90,7 +90,7 @@ def no_request_before_quota(ctx: Context) -> None:
 def made_after_quota(env: SpecEnv, wl: str, prefix: str, what: str, why: str = "") -> tuple[bool, str]:
     """Was the first request named `prefix`* made after the Workload's quota was reserved?  (ok, what was seen)"""
     quota = env.first_seen(wl, workloads.quota_reserved)
-    made = next(((t, o) for t, typ, o in env.request_events(prefix) if typ == Event.ADDED), None)
+    made = next(((t, o) for t, typ, o in env.prs.of(prefix=prefix) if typ == Event.ADDED), None)
     return after_by_revision(quota, made, f"{what} was made after the quota was reserved{why}",
                              f"quota seen: {quota is not None}, request seen: {made is not None}")
 

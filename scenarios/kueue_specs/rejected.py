@@ -101,7 +101,7 @@ def revoked_before_admission(ctx: Context) -> None:
         env.driven(name, CAPACITY_REVOKED)
         env.expect_deactivated(wl, check, (condition(pr, CAPACITY_REVOKED) or {}).get("message", ""))
         time.sleep(1)
-        ctx.check(env.ever(wl, workloads.quota_reserved) is not None and env.ever(wl, workloads.admitted) is None,
+        ctx.check(env.first(wl, workloads.quota_reserved) is not None and env.first(wl, workloads.admitted) is None,
                   "the Workload held quota and was never admitted")
 
 

@@ -93,7 +93,7 @@ def checks_pending_after_eviction(ctx: Context) -> None:
                                   "attempt 2 to be answered")
         end = revision(answer)
         after = env.first_seen(wl, lambda w: revision(w) > end, 30)   # the watch has delivered the window whole
-        window = pending_window(env.versions(wl), check, revision(evicted[1]), end)
+        window = pending_window(env.wls.versions(wl), check, revision(evicted[1]), end)
         states = sorted({state for _, state, _ in window})
         reserved = sum(1 for _, _, again in window if again)
         ctx.check(after is not None and states == [CheckState.PENDING] and reserved > 0,
@@ -177,8 +177,8 @@ def booking_expired_retry(ctx: Context) -> None:
             pr = env.wait_request(first, lambda p: is_true(p, BOOKING_EXPIRED), 60, "the booking to expire")
             env.driven(first, PROVISIONED)
             env.driven(first, BOOKING_EXPIRED)
-            expired_at = next(t for t, typ, o in env.request_events(first) if is_true(o, BOOKING_EXPIRED))
-            ctx.check(is_true(pr, PROVISIONED) and env.ever(wl, workloads.admitted) is None,
+            expired_at = next(t for t, typ, o in env.prs.of(prefix=first) if is_true(o, BOOKING_EXPIRED))
+            ctx.check(is_true(pr, PROVISIONED) and env.first(wl, workloads.admitted) is None,
                       f"the booking of attempt 1 expired before admission (the second check held it: "
                       f"{check_entry(env.get(wl), hold).get('state')})")
             env.expect_retry(wl, check, 1)

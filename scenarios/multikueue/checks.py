@@ -16,6 +16,7 @@ from k8s import job as jobs
 from k8s import provreq as provreqs_
 from k8s import workload as workloads
 from k8s.keys import JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, PROVREQ_CONDITIONS, PROVREQ_UID_ANNOTATION
+from k8s.tape import first
 from k8s.objects import Obj, annotations, condition, labels, meta, spec, uid
 
 
@@ -56,11 +57,6 @@ def job_views(samples: Samples, job_name: str, workload_name: str) -> Snapshots:
 
 
 # ---------------------------------------------------------------------------- over time
-
-def first(vs: Snapshots, pred: Callable[[Snapshot], object]) -> float | None:
-    """When pred first held, or None."""
-    return next((t for t, v in vs if pred(v)), None)
-
 
 def span(vs: Snapshots, pred: Callable[[Snapshot], object]) -> tuple[float, float] | None:
     """The first and the last sample at which pred held, or None when it never did."""

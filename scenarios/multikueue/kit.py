@@ -11,8 +11,6 @@ the Workload (the adapter's SyncJob creates it).
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +19,6 @@ from pathlib import Path
 from demo.cluster.multikueue import MANAGER, worker_of
 from demo.cluster.multikueue_kwok import worker_pools_file, workers_of
 from demo.cluster.state import State, state_of
-from demo.jobs import kueue_names
 from demo.jobs.snapshot import Snapshot
 from demo.timeline import lanes as lanes_
 from demo.timeline.log import EventLog
@@ -29,10 +26,10 @@ from k8s import heartbeat
 from k8s.client import Kube
 from k8s.keys import (ACTIVE, CHECK_NAME, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, DEMO_CLUSTER_QUEUE,
                       FAKE_CA_LEASE, MULTIKUEUE_CHECK)
-from k8s.objects import condition, meta, uid
+from k8s.objects import condition, meta
 from k8s.resources import CLUSTER_QUEUE, JOB, NODE, POD, PROVREQ, WORKLOAD
-from k8s.runtime import Store
-from k8s.watch import NotSynced, Watch, start_synced
+from k8s.tape import Tape
+from k8s.watch import NotSynced
 
 from ..controllers import start_private
 from ..harness import NS, Context, ScenarioFailed
@@ -147,74 +144,33 @@ def finish(ctx: Context, ws: list[Worker], name: str | None) -> None:
 
 # ---------------------------------------------------------------------------- watching the three clusters
 
-class ClusterWatch:
-    """One worker's Jobs, Workloads, ProvisioningRequests and Pods of the demo namespace and its Nodes, from
-    watches, sampled after every change and every `interval` seconds: (time, checks.Objects)."""
-
-    def __init__(self, w: Worker, interval: float = 0.2):
-        self.w, self.interval = w, interval
-        self.caches = {res.plural: Store(on_change=self._changed) for res in CLUSTER_KINDS}
-        self.watches: list[Watch] = []
-        self.samples: checks.Samples = []
-        self.lock = threading.Lock()
-        self.stop_ev = threading.Event()
-        self.t = threading.Thread(target=self._tick, daemon=True)
-
-    def __enter__(self) -> ClusterWatch:
-        self.watches = [self.caches[r.plural].watch(self.w.ctx.k, r, NS if r.namespaced else None) for r in CLUSTER_KINDS]
-        try:
-            start_synced(self.watches)
-        except NotSynced as e:
-            raise ScenarioFailed(f"watching {self.w.name}: {e}") from e
-        self._sample()
-        self.t.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop_ev.set()
-        self.t.join(5)
-        self._sample()
-        for watch in self.watches:
-            watch.stop(0)         # its thread ends at its next event or timeout (a daemon, it holds nothing up)
-
-    def _changed(self, typ, obj) -> None:
-        if self.watches and all(w.synced.is_set() for w in self.watches):
-            self._sample()
-
-    def _tick(self) -> None:
-        while not self.stop_ev.wait(self.interval):
-            self._sample()
-
-    def _sample(self) -> None:
-        if any(w.last_error for w in self.watches):
-            return                        # a watch lost the apiserver: no sample says "absent" meanwhile
-        c = self.caches
-        objs = checks.Objects(*(tuple(c[r.plural].items()) for r in CLUSTER_KINDS))
-        with self.lock:
-            self.samples.append((time.time(), objs))
-
-    def latest(self) -> checks.Objects:
-        with self.lock:
-            return self.samples[-1][1] if self.samples else checks.Objects()
+def cluster_tape(w: Worker) -> Tape[checks.Objects]:
+    """One worker's Jobs, Workloads, ProvisioningRequests and Pods of the demo namespace and its Nodes on a Tape,
+    sampled after every change and every 0.2 s: (time, checks.Objects)."""
+    return Tape(w.ctx.k, CLUSTER_KINDS, NS, project=lambda stores: checks.Objects(
+        *(tuple(stores[r.plural].items()) for r in CLUSTER_KINDS)))
 
 
 class Trio:
     """One Job across the three clusters.  The manager's Recorder (its Job and Workload, the deadline and the
     decision, every controller's log lines about them, the workers' Kueues' among them) writes the event log;
     its lanes are one per object and cluster ("manager Job", "worker-1 ProvReq", ...).  Each worker's objects come
-    from a ClusterWatch.  After submit(), views() gives what each cluster held of the Job, over time."""
+    from a Tape of its own (cluster_tape).  After submit(), views() gives what each cluster held of the Job, over time."""
 
     def __init__(self, ctx: Context, ws: list[Worker], name: str, log: EventLog | None):
         self.ctx, self.ws, self.name = ctx, ws, name
         self.workload = ""                # the manager Workload's name, which its remote copies keep
         self.seen: dict[str, set[str]] = {c: set() for c in ["manager", *(w.name for w in ws)]}
-        self.remote = {w.name: ClusterWatch(w) for w in ws}
+        self.remote = {w.name: cluster_tape(w) for w in ws}
         self.manager = Recorder(ctx, name, log, lanes=self._lanes)
-        self.manager.stop_join = 0.0
+        self.manager.tape.stop_join = 0.0
 
     def __enter__(self) -> Trio:
-        for cw in self.remote.values():
-            cw.__enter__()
+        for w in self.ws:
+            try:
+                self.remote[w.name].__enter__()
+            except NotSynced as e:
+                raise ScenarioFailed(f"watching {w.name}: {e}") from e
         self.manager.__enter__()
         return self
 
@@ -223,16 +179,19 @@ class Trio:
             cw.__exit__(*exc)
         self.manager.__exit__(*exc)
 
-    def submitted(self, job: dict) -> None:
-        """The Job was created: its Workload's name, as Kueue names it (the remote copies keep it)."""
-        self.workload = kueue_names.workload_name_for_job(meta(job)["name"], uid(job))
+    def submitted(self, job: dict, timeout: float = 30) -> None:
+        """The Job was created: its Workload's name once the manager's Kueue made it (the one the Job owns, as the
+        recorder's snapshot finds it); the remote copies keep that name."""
+        snap = self.ctx.wait(lambda: (s := self.manager.tape.latest()) is not None and s.workload is not None and s,
+                             timeout, f"Kueue to make the Workload of Job {meta(job)['name']}")
+        self.workload = meta(snap.workload)["name"]
 
     def _lanes(self, snap) -> dict[str, str]:
         states = lanes_.snapshot_states(Snapshot(snap.job, snap.workload), MULTIKUEUE_CHECK)
         states["AdmissionCheck"] = lanes_.dispatch_state(snap.workload, MULTIKUEUE_CHECK)
         out = self._cluster("manager", lanes_.MANAGER_LANES, states, snap.job, snap.workload)
         for w in self.ws:
-            v = checks.job_view(self.remote[w.name].latest(), self.name, self.workload)
+            v = checks.job_view(self.remote[w.name].latest(checks.Objects()), self.name, self.workload)
             states = lanes_.snapshot_states(v, CHECK_NAME)
             out.update(self._cluster(w.name, lanes_.WORKER_LANES, states, v.job, v.workload))
         return out
@@ -253,7 +212,7 @@ class Trio:
         return {w: checks.job_views(list(cw.samples), self.name, self.workload) for w, cw in self.remote.items()}
 
     def now(self, worker: str) -> Snapshot:
-        return checks.job_view(self.remote[worker].latest(), self.name, self.workload)
+        return checks.job_view(self.remote[worker].latest(checks.Objects()), self.name, self.workload)
 
     def mark(self, label: str, t: float | None = None) -> None:
         self.manager.mark(label, t)

@@ -30,6 +30,7 @@ from k8s.keys import (ACCEPTED, CHECK_NAME, DEACTIVATED, DEADLINE_CLASS_ANNOTATI
 from k8s.objects import condition, created_at, is_true, meta, spec
 from k8s.paths import shown
 from k8s import heartbeat
+from k8s.tape import first
 
 from .. import race
 from ..harness import NS, Context
@@ -132,7 +133,7 @@ def run_specs(ctx: Context) -> None:
                      "must stay until worker-1 is admitted")
             ctx.wait(lambda: workloads.admitted(trio.now(W1).workload), 60, "worker-1 to admit its copy")
             by = trio.worker_views()
-            admitted_at = checks.first(by[W1], lambda v: workloads.admitted(v.workload))
+            admitted_at = first(by[W1], lambda v: workloads.admitted(v.workload))
             trio.mark(f"{W1} admitted")
             ok, seen = checks.throughout(by[W2], dispatched, admitted_at - 0.05, lambda v: v.workload is not None)
             ctx.check(ok, f"spec 2: worker-2's Workload existed all the {admitted_at - dispatched:.1f}s worker-1 was "
@@ -154,7 +155,7 @@ def run_specs(ctx: Context) -> None:
                       "manager's Workload is admitted")
             ctx.wait(lambda: trio.now(W2).workload is None, GONE_WITHIN, "worker-2's copy to be deleted")
             by = trio.worker_views()
-            gone = checks.first(checks.after(by[W2], admitted_at), lambda v: v.workload is None)
+            gone = first(checks.after(by[W2], admitted_at), lambda v: v.workload is None)
             ctx.check(gone is not None and 0 <= gone - admitted_at <= GONE_WITHIN,
                       f"spec 2: worker-2's Workload was deleted {gone - admitted_at:.2f}s after worker-1 admitted "
                       "(bound: 0 to 10s), and the multikueue check on the manager is Ready")
@@ -223,19 +224,19 @@ def run_one_stocked_out(ctx: Context) -> None:
         ctx.check(chosen == W2, f"the manager's Workload records clusterName={chosen!r}")
         ctx.step("Meanwhile, what Kueue v0.19.2 did with worker-1's copy and its request")
         reserved = checks.holds_quota_since(by[W1])
-        asked = checks.first(by[W1], lambda v: bool(v.provreqs))
+        asked = first(by[W1], lambda v: bool(v.provreqs))
         refused = [(condition(v.provreqs[-1], PROVISIONED) or {}) for _, v in by[W1] if v.provreqs]
         reasons = sorted({c.get("reason") for c in refused if c.get("reason")})
-        admitted_at = checks.first(by[W2], lambda v: workloads.admitted(v.workload))
-        gone = checks.first(checks.after(by[W1], admitted_at), lambda v: v.workload is None)
-        pr_gone = checks.first(checks.after(by[W1], admitted_at), lambda v: not v.provreqs)
+        admitted_at = first(by[W2], lambda v: workloads.admitted(v.workload))
+        gone = first(checks.after(by[W1], admitted_at), lambda v: v.workload is None)
+        pr_gone = first(checks.after(by[W1], admitted_at), lambda v: not v.provreqs)
         pending = all(workloads.check_state(v.workload, CHECK_NAME) in (None, CheckState.PENDING)
                       for _, v in by[W1])
         ctx.check(reserved is not None and asked is not None and Reason.NOT_FOUND in reasons and pending,
                   f"worker-1 reserved quota for its copy and made a request, which its autoscaler answered "
                   f"Provisioned=False ({', '.join(reasons) or 'nothing'}); its check stayed Pending, never Retry or "
                   "Rejected (a stock-out is not Failed)")
-        answered = checks.first(by[W1], _stocked_out)
+        answered = first(by[W1], _stocked_out)
         reserved_2 = checks.holds_quota_since(by[W2])
         t0 = created_at(job).timestamp()
         ctx.check(reserved is not None and answered is not None and reserved_2 is not None
@@ -306,7 +307,7 @@ def run_both_stocked_out(ctx: Context) -> None:
             ctx.wait(lambda: time.time() >= gone + WINDOW, WINDOW + 5, "the window to pass")
             ctx.wait(lambda: _manager_now(ctx, name)[0] is None, 60, "the deadline's cleanup to delete the manager's Job")
         by, manager = trio.worker_views(), trio.manager_views()
-        decided = checks.first(manager, lambda v: workloads.committed_timeout(v.workload))
+        decided = first(manager, lambda v: workloads.committed_timeout(v.workload))
         for w in ws:
             _gone_for_good(ctx, w.name, by[w.name], decided, WINDOW)
             ctx.check(not checks.nodes_for(by[w.name]), f"{w.name}: no node was ever made for the Job")
@@ -430,7 +431,7 @@ def run_race(ctx: Context) -> None:
     ctx.check(any((condition(v.workload, EVICTED) or {}).get("reason") == DEACTIVATED for _, v in manager)
               and not any(workloads.admitted(v.workload) for _, v in manager),
               "timeout wins: Kueue evicted the manager's Workload (Deactivated); it was never admitted")
-    decided = checks.first(manager, lambda v: workloads.committed_timeout(v.workload))
+    decided = first(manager, lambda v: workloads.committed_timeout(v.workload))
     admitted_on = [w for w in by if any(workloads.admitted(v.workload) for _, v in by[w])]
     ctx.check(not admitted_on, "timeout wins: no worker ever admitted its copy"
                                f"{': ' + ', '.join(admitted_on) + ' did' if admitted_on else ''}")

@@ -127,7 +127,7 @@ def admission_sequence(events: list, since: float) -> str:
 
 def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
     lat, results = [1.04], []
-    with toolbox.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(QUEUE)) as w:
+    with toolbox.changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(QUEUE)) as w:
         held = blocker(ctx, 0)
         for i in range(TRIALS):
             target = f"{QUEUE}-{i}"
@@ -174,8 +174,8 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
             held, name = blocker(ctx, 100 + i, queue), ctx.new_name("job-6711")
             key = f"{NS}/{name}"
             hooks.arm(hook_dir, "before-commit", key)
-            with toolbox.Changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(f"job-{name}")) as w, \
-                    toolbox.Changes(ctx, JOB, keep=lambda o: meta(o)["name"] == name) as jw, \
+            with toolbox.changes(ctx, WORKLOAD, keep=lambda o: meta(o)["name"].startswith(f"job-{name}")) as w, \
+                    toolbox.changes(ctx, JOB, keep=lambda o: meta(o)["name"] == name) as jw, \
                     Recorder(ctx, name, None, interval=0.05) as rec:
                 ctx.submit(name, "1x8", deadline="3s", profile=queue, annotations={DEADLINE_CLASS_ANNOTATION: CLASS},
                            provreq=ctx.injected({PARAM_STOCKOUT: "true"}))
@@ -187,13 +187,13 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
                 time.sleep(delay)
                 hooks.release(hook_dir, "before-commit", key)
                 time.sleep(4)
-            commits = [(t, o) for t, _, o in w.events if workloads.committed_timeout(o)]
+            commits = [(t, o) for t, _, o in w.changes if workloads.committed_timeout(o)]
             at = min((revision(o) for _, o in commits), default=None)
             outcome = order(w, meta(commits[0][1])["name"], at)[0] if commits else "admission won"
             after = [s for t, s in rec.samples if commits and t >= commits[0][0]]
-            started = [t for t, _, j in jw.events if commits and t >= commits[0][0] and jobs.started(j)] \
+            started = [t for t, _, j in jw.changes if commits and t >= commits[0][0] and jobs.started(j)] \
                 + [t for t, s in rec.samples if commits and t >= commits[0][0] and s.pods]
-            flips = [(t, jobs.started(j)) for t, _, j in jw.events if commits and t >= commits[0][0]]
+            flips = [(t, jobs.started(j)) for t, _, j in jw.changes if commits and t >= commits[0][0]]
             off = next((t for t, on in flips if on), None)
             back = next((t for t, on in flips if off and t > off and not on), None)
             fact = {"outcome": outcome, "committed": bool(commits), "ran_after": bool(started),

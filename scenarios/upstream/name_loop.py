@@ -97,7 +97,7 @@ def run(ctx: Context) -> None:
 
 def admitted_with_one_request(ctx: Context, control: str, check: str) -> dict:
     ctx.step(f"Control: {control} is admitted; Kueue keeps its one request")
-    with toolbox.Changes(ctx, PROVREQ) as w:
+    with toolbox.changes(ctx, PROVREQ) as w:
         ctx.submit(control, "1x8", deadline="90s", profile=QUEUE)
         wl = ctx.wait(lambda: (s := toolbox.workload_of(ctx, control)) and workloads.admitted(s) and s, 60,
                       f"{control} to be admitted")
@@ -110,10 +110,10 @@ def admitted_with_one_request(ctx: Context, control: str, check: str) -> dict:
 
 def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
     ctx.step(f"Submit {job} with --deadline {DEADLINE}; count the requests from a watch")
-    with toolbox.Changes(ctx, PROVREQ) as w:
+    with toolbox.changes(ctx, PROVREQ) as w:
         def lanes(snap):
             out = snapshot_states(snap, check_name=check)
-            looping = len(w.events) > 6 and w.events[-1][0] > time.time() - 1
+            looping = len(w.changes) > 6 and w.changes[-1][0] > time.time() - 1
             out["ProvisioningRequest"] = "create/delete loop" if looping else "created" if snap.provreqs else "none"
             return out
         with Recorder(ctx, job, log, lanes=lanes) as rec:
@@ -130,7 +130,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
                 jobs.started(s.job)))
             held = rec.ever(lambda s: workloads.quota_reserved(s.workload))
     evicted_at = rec.first(lambda s: (condition(s.workload, EVICTED) or {}).get("status") == "True")
-    made = [(t, o) for t, typ, o in w.events if typ == "ADDED"]
+    made = [(t, o) for t, typ, o in w.changes if typ == "ADDED"]
     before = [o for t, o in made if t <= evicted_at + EVICTION_GRACE]
     late = [o for t, o in made if t > evicted_at + EVICTION_GRACE]
     got = _names(job=job, wl=wl, check=check, w=w)
@@ -158,7 +158,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
 
 def _names(job: str, wl: dict, check: str, w: toolbox.Changes) -> dict:
     """What the cluster named things, for tests/unit/recorded/kueue-names.yaml."""
-    mine = [o for _, typ, o in w.events if typ == "ADDED" and owned_by(o, meta(wl)["uid"])]
+    mine = [o for _, typ, o in w.changes if typ == "ADDED" and owned_by(o, meta(wl)["uid"])]
     provreq = meta(mine[0])["name"] if mine else ""
     return {"job": job, "job_uid": (meta(wl).get("ownerReferences") or [{}])[0].get("uid"),
             "workload": meta(wl)["name"], "provreq": provreq,

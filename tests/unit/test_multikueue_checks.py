@@ -12,6 +12,7 @@ from k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, EVICTED, FAKE_CA_FIELD_MANAGE
 from scenarios.multikueue import checks as C
 from demo.jobs.snapshot import Snapshot
 from scenarios.multikueue.checks import Objects
+from k8s.tape import first
 
 JOB, WL = "train", "job-train-abc12"
 
@@ -104,8 +105,8 @@ def test_a_request_the_workload_owns_counts_whatever_its_name():
 
 def test_first_and_after():
     seen = vs(Snapshot(), Snapshot(workload=wl()), Snapshot(workload=wl(admitted=True)), Snapshot(workload=wl()))
-    assert C.first(seen, lambda v: v.workload is not None) == 0.5
-    assert C.first(seen, lambda v: False) is None
+    assert first(seen, lambda v: v.workload is not None) == 0.5
+    assert first(seen, lambda v: False) is None
     assert [t for t, _ in C.after(seen, 1.0)] == [1.0, 1.5]
     assert C.after(seen, None) == []
 

@@ -34,9 +34,18 @@ def armed_job() -> dict:
                          "annotations": {CLEANUP_AFTER_ANNOTATION: "2026-11-29T12:00:10.000000Z"}}}
 
 
+def ctx_titled(title: str) -> SimpleNamespace:
+    """What a Recorder reads of its scenario's context: no client (no watch runs here), the lane's namespace."""
+    return SimpleNamespace(k=None, kubeconfig=None, title=title,
+                           lane=SimpleNamespace(namespace="tau-demo", node_selector=None))
+
+
+CTX = ctx_titled("")
+
+
 def recorded(*samples: tuple[float, dict | None]) -> Recorder:
-    rec = Recorder(None, "train", None)          # not entered: no polling thread
-    rec.samples = [(DUE.timestamp() + dt, Snapshot(job, None, [], [], [])) for dt, job in samples]
+    rec = Recorder(CTX, "train", None)          # not entered: no polling thread
+    rec.tape.samples = [(DUE.timestamp() + dt, Snapshot(job, None, [], [], [])) for dt, job in samples]
     rec.job_uid = "u1"
     return rec
 
@@ -66,7 +75,7 @@ def snapshot(kw: dict) -> Snapshot:
 
 @pytest.fixture
 def rec(tmp_path):
-    r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title="T"), K.JOB_NAME, EventLog(tmp_path / "ev.jsonl"))
+    r = Recorder(ctx_titled("T"), K.JOB_NAME, EventLog(tmp_path / "ev.jsonl"))
     r.path = tmp_path / "ev.jsonl"
     return r
 
@@ -118,7 +127,7 @@ def fill(rec, snap: dict) -> None:
     """Put a snapshot's objects into the recorder's caches, as its watches' lists would."""
     for res, objs in ((JOB, [snap["job"]] if snap["job"] else []), (WORKLOAD, [snap["workload"]] if snap["workload"] else []),
                       (PROVREQ, snap["provreqs"]), (POD, snap["pods"]), (NODE, snap["nodes"])):
-        store = rec.caches[res.plural]
+        store = rec.tape.stores[res.plural]
         for o in objs:
             store.handle(Event.LISTED, o)
         store.handle(Event.SYNCED, {})
@@ -135,7 +144,7 @@ def watches(*errors: str) -> list[Watch]:
 
 def test_an_apiserver_that_stops_answering_is_written_down_and_back_up(rec):
     for errors in (("refused", ""), ("refused", "refused"), ("", ""), ("", "x")):
-        rec.watches = watches(*errors)
+        rec.tape.watches = watches(*errors)
         rec._note_cluster()
     evs = [e for e in event_log.read(rec.path) if "cluster" in e]
     assert [(e["cluster"], e["detail"]) for e in evs] == [("down", "refused"), ("up", "the apiserver answers again"),
@@ -144,14 +153,14 @@ def test_an_apiserver_that_stops_answering_is_written_down_and_back_up(rec):
 
 
 def test_the_first_answer_of_a_healthy_apiserver_writes_no_cluster_event(rec):
-    rec.watches = watches("", "")
+    rec.tape.watches = watches("", "")
     rec._note_cluster()
     assert not rec.path.exists() and rec.down is False
 
 
 def test_a_sample_is_the_jobs_objects_from_the_caches(rec):
     fill(rec, K.snap_pending())
-    rec._sample()
+    rec.tape.sample()
     assert rec.job_uid == K.JOB_UID and len(rec.samples) == 1
     snap = rec.samples[0][1]
     assert snap.job["metadata"]["name"] == K.JOB_NAME and snap.workload["metadata"]["name"] == K.WL_NAME
@@ -159,7 +168,7 @@ def test_a_sample_is_the_jobs_objects_from_the_caches(rec):
 
 
 def test_no_lanes_before_the_job_exists(rec):
-    rec._sample()
+    rec.tape.sample()
     assert not rec.path.exists() and rec.job_uid is None and len(rec.samples) == 1
 
 
@@ -215,21 +224,21 @@ def test_log_sources_are_the_controllers_logs_and_the_clusters_kueue(tmp_path, m
 
 def test_a_recorder_samples_once_more_when_stopped_and_ends_the_run(tmp_path, monkeypatch):
     monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path / "state"))    # no controller has written a log there
-    r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title="Success path"), K.JOB_NAME,
+    r = Recorder(ctx_titled("Success path"), K.JOB_NAME,
                  EventLog(tmp_path / "ev.jsonl"), interval=30)
     fill(r, K.snap_fresh())
-    r._sample()
-    r.caches[JOB.plural].handle(Event.MODIFIED, K.snap_job_complete()["job"])
+    r.tape.sample()
+    r.tape.stores[JOB.plural].handle(Event.MODIFIED, K.snap_job_complete()["job"])
     r.__exit__(None, None, None)           # the watches never ran; the stop still samples and ends the run
     evs = event_log.read(tmp_path / "ev.jsonl")
     assert evs[-1]["run"] == "end" and len(r.samples) == 2
     assert [e["state"] for e in evs if e.get("lane") == "Job"] == ["suspended", "succeeded"]
 
 
-def test_a_recorder_without_a_log_does_not_sample_at_the_stop():
-    r = Recorder(SimpleNamespace(k=None, kubeconfig=None, title=""), "j", None, interval=30)
+def test_a_recorder_without_a_log_samples_once_more_at_the_stop_and_writes_nothing():
+    r = Recorder(ctx_titled(""), "j", None, interval=30)
     r.__exit__(None, None, None)
-    assert r.samples == []
+    assert [s for _, s in r.samples] == [Snapshot(None, None, [], [], [])] and r.job_uid is None
 
 
 # ---------------------------------------------------------------- the bound on layer 3's commit
@@ -282,9 +291,9 @@ def test_a_commit_the_watch_has_not_delivered_yet_is_waited_for():
     the commit can be on the apiserver before the recorder's watch has delivered it (CI on 2026-12-02 printed
     "committed nans after the deadline")."""
     fake = FakeTime(wall=1000.0)
-    rec = Recorder(None, "train", None)               # interval 0.2: it looks every 0.1 s
-    rec.samples = [(999.0, Snapshot(armed_job(), None, [], [], []))]
-    fake.at(0.25, lambda: rec.samples.append((1000.25, Snapshot(armed_job(), committed_workload(), [], [], []))))
+    rec = Recorder(CTX, "train", None)               # interval 0.2: it looks every 0.1 s
+    rec.tape.samples = [(999.0, Snapshot(armed_job(), None, [], [], []))]
+    fake.at(0.25, lambda: rec.tape.samples.append((1000.25, Snapshot(armed_job(), committed_workload(), [], [], []))))
     checks = bound_checked_in(fake, rec, deadline_at=999.5)
     assert fake.slept == [0.1, 0.1, 0.1], "looked until the watch had delivered it (at the look 0.3 s in), no longer"
     assert [(c.ok, c.what) for c in checks] == [
@@ -293,8 +302,8 @@ def test_a_commit_the_watch_has_not_delivered_yet_is_waited_for():
 
 def test_a_commit_never_seen_fails_with_what_was_waited_for_not_nan():
     fake = FakeTime(wall=1000.0)
-    rec = Recorder(None, "train", None)
-    rec.samples = [(999.0, Snapshot(armed_job(), None, [], [], []))]
+    rec = Recorder(CTX, "train", None)
+    rec.tape.samples = [(999.0, Snapshot(armed_job(), None, [], [], []))]
     seen_by = 1000.25                                  # the bound's end plus the margin: 0.25 s from now
     checks = bound_checked_in(fake, rec, deadline_at=seen_by - dl.COMMIT_TOLERANCE - COMMIT_SIGHTING_MARGIN)
     assert fake.slept == [0.1, 0.1, 0.1], "waited until the first look at or after the margin's end, not longer"
@@ -304,7 +313,7 @@ def test_a_commit_never_seen_fails_with_what_was_waited_for_not_nan():
 
 
 def test_the_waits_are_on_the_real_clocks_unless_a_test_gives_others():
-    for f, clocks in ((check_commit_bound, ("now", "clock", "sleep")), (Recorder.first_seen, ("clock", "sleep")),
+    for f, clocks in ((check_commit_bound, ("now", "clock", "sleep")), (Recorder.seen, ("clock", "sleep")),
                       (eventually, ("clock", "sleep"))):
         defaults = {"now": time.time, "clock": time.monotonic, "sleep": time.sleep}
         assert [inspect.signature(f).parameters[p].default for p in clocks] == [defaults[p] for p in clocks], f
