@@ -19,6 +19,7 @@ from demo.jobs.watch import JobNotFound, follow
 from k8s.errors import ApiError, Unreachable
 from k8s.keys import DEMO_NAMESPACE, PROFILE, PROVREQ_PARAM_PREFIX
 from k8s.manifests import ManifestError
+from k8s.watch import NotSynced
 from demo.timeline import log as event_log
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
@@ -185,7 +186,7 @@ def watch_cmd(kube_client, kubeconfig, job, namespace, until, timeout, grace, wa
              "is created")
     except TimeoutError as e:
         fail(str(e))
-    except (Unreachable, ApiError) as e:
+    except (Unreachable, ApiError, NotSynced) as e:
         fail(str(e))
     if view.outcome == "failed":
         fail(view.reason or "the job failed")

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import click
 
-from scenarios import runner
-from scenarios.controllers import stop_started
-from scenarios.harness import ScenarioFailed
 from scenarios.kueue_specs import group, table
 
-from k8s import heartbeat
-from k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
 from k8s.paths import KUEUE_SPECS_DOC, REPO
 from .options import CONTEXT_SETTINGS, kube_options
 
@@ -39,30 +34,11 @@ def kueue_specs_cmd(kube_client, kubeconfig, autoscaler, only, output):
     spec, writes it (--output).  Exit 1 if a spec did not hold or could not run.
     """
     started = time.time()
-    results: dict[str, dict] = {}
-    summaries: list = []
-    for a in (["fake", "real"] if autoscaler == "both" else [autoscaler]):
-        try:
-            ctx = runner.make_context(kubeconfig, kube_client.context, True, a)
-        except runner.NoCluster as e:
-            raise click.ClickException(str(e))
-        lease = REAL_CA_LEASE if a == "real" else FAKE_CA_LEASE
-        if heartbeat.alive(ctx.k, FAKE_CA_LEASE) or heartbeat.alive(ctx.k, REAL_CA_LEASE):
-            raise click.ClickException("an autoscaler is already running; `tau-demo kueue-specs` starts its own: stop it")
-        group.configure(ctx)
-        try:
-            try:
-                runner.start_clean(ctx)
-            except (runner.AutoscalerConflict, runner.NotClean) as e:
-                raise click.ClickException(str(e))
-            summary, results[a] = group.run(ctx, list(only))
-            summaries += [(a, *s) for s in summary]
-        finally:
-            stop_started(ctx)
-        try:
-            ctx.wait(lambda: not heartbeat.alive(ctx.k, lease), 60, f"the {a} autoscaler to stop")
-        except ScenarioFailed as e:
-            raise click.ClickException(str(e))
+    try:
+        summaries, results = group.run_each(kubeconfig, kube_client.context,
+                                             ["fake", "real"] if autoscaler == "both" else [autoscaler], list(only))
+    except group.NotRun as e:
+        raise click.ClickException(str(e))
     entries = [e for e in group.entries() if not only or e.spec.number in only]
     click.echo("\n".join(table.rows(entries, results)))
     click.echo("\nSummary")

@@ -85,19 +85,22 @@ class Tape(Generic[T]):
     """The watches of `kinds` (namespaced ones in `namespace`; nodes by `node_selector`) as stores, every change
     they deliver once listed (`keep(obj)` chooses which are kept), and, with `project(stores)`, a sample after
     every change and every `interval` seconds.  `on_sample(t, value)` is called with each sample and `on_tick()`
-    after each timed one, both holding `lock` (which a caller writing the same log takes too).  As a context
+    after each timed one, both holding `lock` (which a caller writing the same log takes too).  A reader that
+    folds changes as they come (a probe's record) gives `on_change(res, type, obj)`, called for every change on
+    the watch's thread, and `on_list(res, objects)`, called after every (re)list with what it listed.  As a context
     manager: started and synced on enter (NotSynced names what did not list), one last sample on exit."""
 
     def __init__(self, k: Kube, kinds: Sequence[Resource], namespace: str | None = None, *,
                  node_selector: str | None = None, project: Callable[[dict[str, Store]], T] | None = None,
                  interval: float = 0.2, keep: Callable[[Obj], bool] = lambda obj: True,
                  on_sample: Callable[[float, T], None] | None = None, on_tick: Callable[[], None] | None = None,
-                 stop_join: float = 0.0):
+                 on_change: Callable[[Resource, str, Obj], None] | None = None,
+                 on_list: Callable[[Resource, list[Obj]], None] | None = None, stop_join: float = 0.0):
         self.k, self.kinds, self.namespace, self.node_selector = k, tuple(kinds), namespace, node_selector
         self.project, self.interval, self.keep = project, interval, keep
-        self.on_sample, self.on_tick = on_sample, on_tick
+        self.on_sample, self.on_tick, self.on_change, self.on_list = on_sample, on_tick, on_change, on_list
         self.stop_join = stop_join   # seconds to wait for each watch's thread at the end (0: it ends by itself)
-        self.stores: dict[str, Store] = {r.plural: Store(on_change=self._changed) for r in self.kinds}
+        self.stores: dict[str, Store] = {r.plural: self._store(r) for r in self.kinds}
         self.changes: list[Seen] = []
         self.samples: list[Taken[T]] = []
         self.watches: list[Watch] = []
@@ -132,7 +135,14 @@ class Tape(Generic[T]):
         """Why a watch has lost the apiserver (and not listed again since); empty while all answer."""
         return [w.last_error for w in self.watches if w.last_error]
 
-    def _changed(self, typ: str, obj: Obj) -> None:
+    def _store(self, res: Resource) -> Store:
+        store = Store(on_change=lambda typ, obj: self._changed(res, typ, obj),
+                      on_sync=lambda: self.on_list(res, store.items()) if self.on_list is not None else None)
+        return store
+
+    def _changed(self, res: Resource, typ: str, obj: Obj) -> None:
+        if self.on_change is not None:
+            self.on_change(res, typ, obj)
         if self.keep(obj):
             with self.lock:
                 self.changes.append((time.time(), typ, obj))

@@ -1,16 +1,21 @@
-"""Following a Job's five startup phases live (the loop behind `tau-demo watch` and the scenarios)."""
+"""Following a Job's five startup phases live (the loop behind `tau-demo watch` and the scenarios), from a Tape
+(k8s/tape.py): the watches of the namespace's Jobs, Workloads, requests and pods and of the nodes, read again after
+every change they deliver (and every `interval` seconds)."""
 
 from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from typing import Callable
 
 from k8s.client import Kube
-from . import observe, phases
-from .snapshot import Snapshot
+from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
+from k8s.tape import Tape
+from . import phases
+from .snapshot import Snapshot, assemble
 
 SYMBOL = phases.SYMBOLS
 _COUNTING = re.compile(r" for \d+s")
@@ -24,11 +29,24 @@ def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout:
            out=None, interval: float = 0.5, live: bool | None = None,
            on_snapshot: Callable[[Snapshot], None] | None = None,
            appear_within: float | None = None) -> phases.View:
-    """Poll the Job's objects and show the phases until the job runs/finishes/fails.
+    """Watch the Job's objects and show the phases until the job runs/finishes/fails.
 
     On a terminal the phase block is redrawn in place; otherwise each phase change is printed
     as one timestamped line, then the final block (that is what sample-output.txt shows).
-    With `appear_within`, a Job that does not exist after that many seconds raises JobNotFound."""
+    With `appear_within`, a Job that does not exist after that many seconds raises JobNotFound; NotSynced
+    (k8s/watch.py) when the watches cannot list within 30 s."""
+    changed = threading.Event()
+    with Tape(k, FOLLOWED, namespace, keep=lambda obj: False, on_change=lambda *_: changed.set()) as tape:
+        return _follow(tape, changed, name, until, timeout, out, interval, live, on_snapshot, appear_within)
+
+
+FOLLOWED = (JOB, WORKLOAD, PROVREQ, POD, NODE)
+
+
+def _follow(tape: Tape, changed: threading.Event, name: str, until: str, timeout: float, out, interval: float,
+            live: bool | None, on_snapshot: Callable[[Snapshot], None] | None,
+            appear_within: float | None) -> phases.View:
+    namespace = tape.namespace
     out = out or sys.stdout
     live = out.isatty() if live is None else live
     t0 = time.monotonic()
@@ -38,7 +56,8 @@ def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout:
     shown_lines = 0
     job_uid = None
     while True:
-        snap = observe.snapshot(k, namespace, name, job_uid)
+        changed.clear()                # a change from now on wakes the wait below
+        snap = assemble(name, job_uid, *(tape.stores[r.plural].items() for r in FOLLOWED))
         if snap.job is not None and job_uid is None:
             job_uid = snap.job["metadata"]["uid"]
         if snap.job is None and job_uid is None and appear_within is not None \
@@ -71,4 +90,4 @@ def follow(k: Kube, namespace: str, name: str, until: str = "finished", timeout:
             return view
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {namespace}/{name} still {view.outcome} after {timeout:.0f}s: {view.reason}")
-        time.sleep(interval)
+        changed.wait(interval)

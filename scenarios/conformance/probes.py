@@ -43,8 +43,8 @@ from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, CA_STATUS_KEY, CHECK_CAPACI
                       PARAM_STOCKOUT, PARAM_TTL_SECONDS, PARAM_VALID_UNTIL, QUEUED_PROVISIONING_CLASS, REAL_CA_LEASE)
 from k8s.objects import deleting, labels, name
 from k8s.resources import CONFIG_MAP, NAMESPACE, NODE, POD, POD_TEMPLATE, PROVREQ
-from k8s.watch import Event, NotSynced, start_synced
-from k8s.watch import Watch as BackgroundWatch
+from k8s.tape import Tape
+from k8s.watch import Event, NotSynced
 from demo.realca import exclusion
 from k8s.duration import FOREVER
 from k8s.pools import Pool, node_manifest, pools_to_yaml
@@ -425,8 +425,9 @@ def running_pod(pod_name: str, node: str | None, spec: dict, consumes: str = "")
 # ---------------------------------------------------------------------------- the client-side watch
 
 class ProbeWatch:
-    """ProvisioningRequests of the conformance namespace, pool nodes and the autoscaler's status ConfigMap,
-    timestamped on receipt (ms since t0)."""
+    """ProvisioningRequests of the conformance namespace, pool nodes and the autoscaler's status ConfigMap on two
+    Tapes (k8s/tape.py; the ConfigMap lives in another namespace), folded into the probe's record as each change
+    comes, timestamped on receipt (ms since t0); what each (re)list showed is the state changes are told from."""
 
     def __init__(self, k: Kube, labels_by_name: dict[str, str], node_groups: tuple[str, ...] = ()):
         self.k, self.labels_by_name, self.node_groups = k, labels_by_name, node_groups
@@ -440,22 +441,34 @@ class ProbeWatch:
         self.marks: list[Mark] = []
         self.group_state: dict[str, str] = {}
         self.ready: set[str] = set()
-        self.watches = [BackgroundWatch(k, PROVREQ, self._provreq, namespace=CONFORMANCE_NAMESPACE, listed=True,
-                                        timeout_seconds=5),
-                        BackgroundWatch(k, NODE, self._node, timeout_seconds=5),
-                        BackgroundWatch(k, CONFIG_MAP, self._status, namespace=CA_STATUS[0], listed=True,
-                                        timeout_seconds=5)]
+        folds = {PROVREQ.plural: self._provreq, NODE.plural: self._node, CONFIG_MAP.plural: self._status}
+        listed = (PROVREQ.plural, CONFIG_MAP.plural)     # a node seen only in a list is no node event
+
+        def changed(res, typ, obj):
+            folds[res.plural](typ, obj)
+
+        def relisted(res, objs):
+            for obj in objs if res.plural in listed else ():
+                folds[res.plural](Event.LISTED, obj)
+        self.tapes = [Tape(k, (PROVREQ, NODE), CONFORMANCE_NAMESPACE, keep=lambda obj: False, on_change=changed,
+                           on_list=relisted),
+                      Tape(k, (CONFIG_MAP,), CA_STATUS[0], keep=lambda obj: False, on_change=changed,
+                           on_list=relisted)]
 
     def __enter__(self):
+        entered = []
         try:
-            start_synced(self.watches)
+            for tape in self.tapes:
+                entered.append(tape.__enter__())
         except NotSynced as e:
+            for tape in entered:
+                tape.__exit__(None, None, None)
             raise ScenarioFailed(f"the conformance watch: {e}") from e
         return self
 
     def __exit__(self, *exc):
-        for w in self.watches:         # no join: a watch blocked in its request ends by itself (daemon thread);
-            w.stop(0)                  # the record was copied before
+        for tape in self.tapes:        # no join: a watch blocked in its request ends by itself (daemon thread);
+            tape.__exit__(*exc)        # the record was copied before
 
     def ms(self) -> int:
         return int(round((time.time() - self.t0) * 1000))

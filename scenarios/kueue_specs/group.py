@@ -5,8 +5,11 @@ Cluster Autoscaler (never both at once), and writes docs/kueue-specs.md; the clu
 from __future__ import annotations
 
 from demo.toolchain import versions
+from k8s import heartbeat
+from k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
 
 from .. import catalogue, runner
+from ..controllers import stop_started
 from ..harness import Context, ScenarioFailed
 from .table import Entry, SpecResult
 
@@ -51,3 +54,43 @@ def run(ctx: Context, only: tuple[int, ...] | list[int] = ()) -> tuple[list, dic
     except ScenarioFailed as e:
         ctx.say(f"  the pools did not drain: {e}")
     return summary, {r.number: r for r in ctx.spec_results}
+
+
+class NotRun(RuntimeError):
+    """The specs could not start under an autoscaler (no cluster, an autoscaler already running, a cluster that
+    is not clean) or it did not stop after them: what the user is told, nothing else was run."""
+
+
+AUTOSCALER_STOP_TIMEOUT = 60.0
+
+
+def run_each(kubeconfig: str | None, context: str | None, autoscalers: list[str],
+             only: tuple[int, ...] | list[int] = ()) -> tuple[list[tuple], dict[str, dict[int, SpecResult]]]:
+    """Run the specs under each autoscaler in turn (each started for its run, stopped after it, and waited for
+    to be gone before the next; none may be running already).  (summary rows (autoscaler, name, ok, detail),
+    the SpecResults by autoscaler and spec number); NotRun says why a run could not start or end."""
+    results: dict[str, dict[int, SpecResult]] = {}
+    summaries: list[tuple] = []
+    for a in autoscalers:
+        try:
+            ctx = runner.make_context(kubeconfig, context, True, a)
+        except runner.NoCluster as e:
+            raise NotRun(str(e)) from e
+        if heartbeat.alive(ctx.k, FAKE_CA_LEASE) or heartbeat.alive(ctx.k, REAL_CA_LEASE):
+            raise NotRun("an autoscaler is already running; `tau-demo kueue-specs` starts its own: stop it")
+        configure(ctx)
+        try:
+            try:
+                runner.start_clean(ctx)
+            except (runner.AutoscalerConflict, runner.NotClean) as e:
+                raise NotRun(str(e)) from e
+            summary, results[a] = run(ctx, only)
+            summaries += [(a, *row) for row in summary]
+        finally:
+            stop_started(ctx)
+        lease = REAL_CA_LEASE if a == "real" else FAKE_CA_LEASE
+        try:
+            ctx.wait(lambda: not heartbeat.alive(ctx.k, lease), AUTOSCALER_STOP_TIMEOUT, f"the {a} autoscaler to stop")
+        except ScenarioFailed as e:
+            raise NotRun(str(e)) from e
+    return summaries, results

@@ -160,3 +160,17 @@ def test_each_fake_autoscaler_setting_has_one_name_and_one_default_from_flag_to_
     lifecycle_names = {f.name for f in dataclasses.fields(lifecycle.Options)}
     others = {"kubeconfig", "context", "as_user", "pools_file", "force", "seed", "hook_dir", "help"}
     assert set(params) - lifecycle_names <= others, set(params) - lifecycle_names - others
+
+
+# One way to find a Job's Workload: the one it owns (k8s/workload.of_job, over a watch's store or a live list).
+# Kueue's name rule (demo/jobs/kueue_names.py) says what Kueue will call it; nothing finds a Workload by it.
+WORKLOAD_NAME_RULE = "workload_name_for_job"
+
+
+def test_a_jobs_workload_is_found_by_owner_reference_not_by_recomputing_its_name():
+    home = REPO / "demo" / "jobs" / "kueue_names.py"
+    calls = [f"{rel(p)}:{node.lineno}" for p in sources() if p != home
+             for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Call) and WORKLOAD_NAME_RULE in ast.unparse(node.func)]
+    assert not calls, f"a Workload found by recomputing Kueue's name (find it with workload.of_job): {calls}"
+    assert f"def {WORKLOAD_NAME_RULE}(" in home.read_text()

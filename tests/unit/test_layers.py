@@ -186,3 +186,43 @@ def test_the_benchmarks_use_only_public_names():
             if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in CODE:
                 bad += [f"{path.name}:{node.lineno}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not bad, "bench/ imports private names: " + ", ".join(bad)
+
+
+# What observes the cluster (the stories, the probes, the views) does so through the one observation layer,
+# k8s/tape.py: it makes no Watch or Store of its own.  Controllers (which write) keep theirs.
+OBSERVERS = ("scenarios", "demo/jobs", "demo/timeline", "demo/ui")
+WATCH_MACHINERY = {"k8s.watch": {"Watch", "start_synced", "informer"}, "k8s.runtime": {"Store"}}
+CONTROLLERS_AMONG_OBSERVERS = {
+    "scenarios/toolbox.py": "ExternalCheck: an AdmissionCheck controller of the scenarios' own (it writes its entry)"}
+
+
+def watch_machinery_imported(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module in WATCH_MACHINERY:
+            out += [f"{node.module}.{a.name}" for a in node.names if a.name in WATCH_MACHINERY[node.module]]
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name in WATCH_MACHINERY]
+        elif isinstance(node, ast.ImportFrom) and node.module == "k8s":
+            out += [f"k8s.{a.name}" for a in node.names if f"k8s.{a.name}" in WATCH_MACHINERY]
+    return out
+
+
+def test_observers_watch_only_through_the_tape():
+    found = {str(p.relative_to(REPO)): got for top in OBSERVERS for p in sorted((REPO / top).rglob("*.py"))
+             if (got := watch_machinery_imported(p))}
+    assert set(CONTROLLERS_AMONG_OBSERVERS) <= set(found), "an exception that no longer needs to be one"
+    wrong = {p: got for p, got in found.items() if p not in CONTROLLERS_AMONG_OBSERVERS}
+    assert not wrong, f"observers that watch around k8s/tape.py (use a Tape and its query set): {wrong}"
+
+
+def test_the_watch_machinery_rule_sees_each_way_of_importing_it(tmp_path):
+    p = tmp_path / "m.py"
+    for text, want in (("from k8s.watch import Event, NotSynced\n", []),
+                       ("from k8s.watch import Watch as W\n", ["k8s.watch.Watch"]),
+                       ("from k8s.runtime import Store, WorkQueue\n", ["k8s.runtime.Store"]),
+                       ("import k8s.watch\n", ["k8s.watch"]),
+                       ("from k8s import runtime\n", ["k8s.runtime"]),
+                       ("from k8s.tape import Tape\n", [])):
+        p.write_text(text)
+        assert watch_machinery_imported(p) == want, text

@@ -166,3 +166,21 @@ def test_the_queries_on_a_tape_are_the_pure_ones_over_its_samples():
     fake = FakeTime()
     fake.at(0.2, lambda: t.samples.append((4.0, 4)))
     assert t.seen(lambda n: n == 4, 1.0, clock=fake.clock, sleep=fake.sleep) == 4.0
+
+
+def test_a_folding_reader_gets_every_change_and_what_each_list_showed():
+    got = []
+    t = Tape(None, (JOB, WORKLOAD), "ns", keep=lambda o: False,
+             on_change=lambda res, typ, obj: got.append((res.plural, typ, obj["metadata"]["name"])),
+             on_list=lambda res, objs: got.append((res.plural, "listed", sorted(o["metadata"]["name"] for o in objs))))
+    store = t.stores[WORKLOAD.plural]
+    for o in (wl("a", 1), wl("b", 2)):
+        store.handle(Event.LISTED, o)
+    assert got == [], "a list is told once it is whole"
+    store.handle(Event.SYNCED, {})
+    store.handle(Event.MODIFIED, wl("a", 3))
+    store.handle(Event.LISTED, wl("c", 4))
+    store.handle(Event.SYNCED, {})                       # a relist: b went while the watch was down
+    assert got == [("workloads", "listed", ["a", "b"]), ("workloads", Event.MODIFIED, "a"),
+                   ("workloads", "listed", ["c"])]
+    assert t.changes == [], "keep chose none"
