@@ -43,6 +43,9 @@ from scenarios.harness import ScenarioFailed  # noqa: E402
 BENCH_NAMESPACE = "bench"
 POOLS = Path(__file__).with_name("pools-bench.yaml")
 POOL = load_pools(POOLS)[0].name
+CA_READY_TIMEOUT = 300.0          # seconds for an autoscaler to say its caches synced (the real CA lists first)
+PROVISIONED_TIMEOUT = 300.0    # seconds for every request of a run to be seen Provisioned
+POOL_EMPTY_TIMEOUT = 120.0     # seconds for the bench pool's nodes to go after a run
 
 
 def table_to_restore(before: dict | None) -> dict:
@@ -165,10 +168,11 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
         ca = subprocess.Popen([sys.executable, *(["-m", "cli"] if autoscaler != "ideal" else []), *argv],
                               stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
-        while "caches synced; ready" not in logpath.read_text():
-            if ca.poll() is not None:
-                sys.exit(f"{autoscaler} autoscaler exited: {logpath.read_text()[-2000:]}")
-            time.sleep(0.1)
+        poll.eventually(lambda: "caches synced; ready" in logpath.read_text() or ca.poll() is not None,
+                        CA_READY_TIMEOUT, 0.1)
+        if ca.poll() is not None or "caches synced; ready" not in logpath.read_text():
+            sys.exit(f"{autoscaler} autoscaler {'exited' if ca.poll() is not None else 'not ready'}: "
+                     f"{logpath.read_text()[-2000:]}")
         pids = [ca.pid] + ([real_ca_pid(logpath.read_text())] if autoscaler == "real" else [])
         cpu0 = sum(cpu_seconds(p) for p in pids)
         metrics0 = apiserver_times(k.raw("/metrics"))
@@ -182,9 +186,7 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
                     "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}), BENCH_NAMESPACE)
                 made[name] = time.time()
             created_all = time.time() - t0
-            deadline = time.time() + 300
-            while len(w.provisioned) < requests and time.time() < deadline:
-                time.sleep(0.05)
+            poll.eventually(lambda: len(w.provisioned) >= requests, PROVISIONED_TIMEOUT, 0.05)
             cpu = sum(cpu_seconds(p) for p in pids) - cpu0
             apiserver = apiserver_delta(metrics0, apiserver_times(k.raw("/metrics")))
             lat = [w.provisioned[n] - made[n] for n in made if n in w.provisioned]
@@ -201,8 +203,8 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
             k.delete(R.PROVREQ, pr["metadata"]["name"], BENCH_NAMESPACE)
         for n in k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
             k.delete(R.NODE, n["metadata"]["name"])
-        while k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
-            time.sleep(0.5)
+        poll.until(lambda: not k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0], POOL_EMPTY_TIMEOUT,
+                   f"the bench pool {POOL} to be empty", 0.5)
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import median  # noqa: E402
 
 from demo.cluster.state import default_kubeconfig  # noqa: E402
-from demo.jobs import observe  # noqa: E402
 from k8s import heartbeat  # noqa: E402
 from k8s import job as jobs  # noqa: E402
 from k8s import workload as workloads  # noqa: E402
@@ -27,6 +26,15 @@ from k8s.client import Kube  # noqa: E402
 from k8s.keys import MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED  # noqa: E402
 from k8s.objects import condition, is_true  # noqa: E402
 from scenarios.harness import Context  # noqa: E402
+from scenarios.recorder import Recorder  # noqa: E402
+
+RUN_TIMEOUT = 600.0         # seconds a run may take to get both pods Running
+
+
+def both_nodes_ready(s) -> bool:
+    made = [n for n in s.nodes if MANAGED_LABEL in n["metadata"].get("labels", {})]
+    return len(made) >= 2 and all((condition(n, "Ready") or {}).get("status") == "True" for n in made)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -45,27 +53,18 @@ def main() -> None:
         ctx.wait_pool_empty(120)
         name = ctx.new_name("job-bench")
         load = os.getloadavg()[0]                       # the machine is shared: say how busy it was
-        t0 = time.monotonic()
-        ctx.submit(name, "2x8", duration="30s", provreq=provreq)
-        marks: dict[str, float] = {}
-        while "both pods Running" not in marks:
-            s = observe.snapshot(k, "demo", name)
-            now = time.monotonic() - t0
-            wl = s.workload
-            if wl and workloads.quota_reserved(wl):
-                marks.setdefault("quota reserved", now)
-            if any(is_true(p, PROVISIONED) for p in s.provreqs):
-                marks.setdefault("provisioned", now)
-            if wl and workloads.admitted(wl):
-                marks.setdefault("admitted", now)
-            if jobs.started(s.job):
-                marks.setdefault("unsuspended", now)
-            made = [n for n in s.nodes if MANAGED_LABEL in n["metadata"].get("labels", {})]
-            if len(made) >= 2 and all((condition(n, "Ready") or {}).get("status") == "True" for n in made):
-                marks.setdefault("both nodes Ready", now)
-            if sum(1 for p in s.pods if p["status"].get("phase") == "Running") == 2:
-                marks.setdefault("both pods Running", now)
-            time.sleep(0.05)
+        done = {                                         # each mark: when the recorder first saw it hold
+            "quota reserved": lambda s: workloads.quota_reserved(s.workload),
+            "provisioned": lambda s: any(is_true(p, PROVISIONED) for p in s.provreqs),
+            "admitted": lambda s: workloads.admitted(s.workload),
+            "unsuspended": lambda s: jobs.started(s.job),
+            "both nodes Ready": both_nodes_ready,
+            "both pods Running": lambda s: sum(1 for p in s.pods if p["status"].get("phase") == "Running") == 2}
+        with Recorder(ctx, name, None, interval=0.05) as rec:
+            t0 = time.time()
+            ctx.submit(name, "2x8", duration="30s", provreq=provreq)
+            ctx.wait(lambda: rec.ever(done["both pods Running"]), RUN_TIMEOUT, "both pods to run")
+        marks = {m: t - t0 for m, pred in done.items() if (t := rec.first(pred)) is not None}
         rows.append(marks)
         print(f"run {i + 1} (load {load:.1f} at the start): " + ", ".join(f"{p} {marks.get(p, float('nan')):.2f}s" for p in MARKS), flush=True)
         ctx.delete_job(name)

@@ -18,14 +18,14 @@ import copy
 import time
 
 from demo.jobs.watch import follow
-from k8s import provreq as provreqs_
 from k8s import workload as workloads
 from k8s.keys import ACCEPTED, CHECK_NAME, DEMO_CLUSTER_QUEUE, FAILED, PROVISIONED, UPSTREAM_PREFIX
 from k8s.objects import condition, is_true
-from k8s.resources import CLUSTER_QUEUE, PROVREQ, RESOURCE_FLAVOR
+from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR
 
 from ..harness import NS, Context
 from ..record import Report, Scenario
+from ..recorder import Recorder
 from .. import toolbox
 
 REPORT = Report(
@@ -55,19 +55,16 @@ def run(ctx: Context) -> None:
         objs.wait_active(QUEUE)
         name = ctx.new_name()
         ctx.step(f"Submit a 1 × 8-GPU Job with --deadline {DEADLINE}s; watch its request for {WATCH}s")
-        t0 = time.monotonic()
-        ctx.submit(name, "1x8", deadline=f"{DEADLINE}s", profile=QUEUE)
-        seen: set[str] = set()
-        pr, wl = None, None
-        while time.monotonic() - t0 < WATCH:
-            wl = toolbox.workload_of(ctx, name)
-            reqs = provreqs_.of_workload(wl, ctx.k.list(PROVREQ, NS)[0]) if wl else []
-            seen |= {r["metadata"]["name"] for r in reqs}
-            pr = reqs[-1] if reqs else pr
-            time.sleep(1)
+        with Recorder(ctx, name, None) as rec:      # every version of its objects over the whole window
+            t0 = time.monotonic()
+            ctx.submit(name, "1x8", deadline=f"{DEADLINE}s", profile=QUEUE)
+            ctx.wait(lambda: time.monotonic() - t0 >= WATCH, WATCH + 5, f"{WATCH}s of watching")
+        last = rec.samples[-1][1]
+        wl, pr, seen = last.workload, (last.provreqs[-1] if last.provreqs else None), rec.provreq_names()
         prov = condition(pr, PROVISIONED) or {}
         check = workloads.admission_check(wl, CHECK_NAME) or {}
-        stuck = (is_true(pr, ACCEPTED) and not is_true(pr, PROVISIONED) and not is_true(pr, FAILED)
+        never_failed = not rec.ever(lambda s: any(is_true(p, FAILED) for p in s.provreqs))   # the whole window
+        stuck = (is_true(pr, ACCEPTED) and not is_true(pr, PROVISIONED) and never_failed
                  and len(seen) == 1 and check.get("state") == "Pending")
         ctx.check(stuck, f"after {WATCH}s one request, Accepted={(condition(pr, ACCEPTED) or {}).get('status')}, "
                          f"Provisioned={prov.get('status')}/{prov.get('reason')}, never Failed; Kueue's check "
