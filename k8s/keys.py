@@ -17,6 +17,7 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 APP_NAME_LABEL = "app.kubernetes.io/name"
 NODE_READY = "Ready"                                                 # Node condition type
 POD_SCHEDULED = "PodScheduled"                                       # Pod condition type
+CRD_ESTABLISHED = "Established"                                      # CustomResourceDefinition condition type
 JOB_COMPLETE, JOB_FAILED = "Complete", "Failed"                      # Job condition types
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"                     # kubelet registers a node with it
 GPU = "nvidia.com/gpu"                                               # the extended resource of GPU nodes

@@ -23,9 +23,9 @@ import yaml
 from k8s import poll
 from k8s.client import Kube
 from k8s.errors import ApiError, NotFound, Unreachable
-from k8s.keys import MANAGED_BY_LABEL, MARKER, MODE_ADOPT, MODE_EXTERNAL, SYSTEM_NAMESPACE
+from k8s.keys import CRD_ESTABLISHED, MANAGED_BY_LABEL, MARKER, MODE_ADOPT, MODE_EXTERNAL, SYSTEM_NAMESPACE
 from k8s.manifests import ManifestError, load_manifest
-from k8s.objects import Obj, meta, name as name_of, spec
+from k8s.objects import Obj, is_true, meta, name as name_of, spec
 from k8s.paths import MANIFESTS, shown
 from k8s.resources import CLUSTER_QUEUE, CONFIG_MAP, CRD, KUBECONFIG, NAMESPACE, PROVREQ, TAUCLUSTER
 from . import procs, setup
@@ -215,9 +215,8 @@ def _write(k: Kube, st: State, tc: Obj, fake_autoscaler: bool, say: Callable[[st
     if not _exists(k, CRD, TAUCLUSTER.crd_name):
         k.create(CRD, load_manifest(CRD_FILE)[0])
         made(MADE_CRD)
-        poll.until(lambda: any(c.get("type") == "Established" and c.get("status") == "True"
-                               for c in (k.get(CRD, TAUCLUSTER.crd_name).get("status") or {}).get("conditions") or []),
-                   60, f"CRD {TAUCLUSTER.crd_name} to be Established")
+        poll.until(lambda: is_true(k.get(CRD, TAUCLUSTER.crd_name), CRD_ESTABLISHED), 60,
+                   f"CRD {TAUCLUSTER.crd_name} to be Established")
         say(f"created the CRD {TAUCLUSTER.crd_name}")
     if not _exists(k, NAMESPACE, SYSTEM_NAMESPACE):
         k.create(NAMESPACE, NAMESPACE.new(SYSTEM_NAMESPACE, labels={MANAGED_BY_LABEL: "tau-demo"}))

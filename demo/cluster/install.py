@@ -40,7 +40,7 @@ def install_provreq_crd(kubeconfig: str) -> None:
 
 
 def wait_established(kubeconfig: str, *crds: str) -> None:
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in crds))
+    kubectl(kubeconfig, "wait", f"--for=condition={keys.CRD_ESTABLISHED}", "--timeout=60s", *(f"crd/{n}" for n in crds))
 
 
 def demo_manifests(plain: bool) -> tuple[str, ...]:

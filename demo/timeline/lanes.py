@@ -58,7 +58,7 @@ def _workload_state(wl: Obj | None, job: Obj | None) -> str:
     ev = condition(wl, EVICTED)
     if ev is not None and ev.get("status") == "True":
         return f"evicted: {ev.get('reason') or 'unknown'}"
-    if (wl.get("spec") or {}).get("active") is False:
+    if not workloads.active(wl):
         return "inactive"
     if workloads.admitted(wl):
         return "admitted"
