@@ -75,7 +75,7 @@ def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: boo
         ctx.step("A high-priority job2 (750m) needs flavor-1: Kueue preempts wl1, which fits flavor-2")
         wl2 = env.job("job2", duration="120s", requests={"cpu": "750m"}, params=fast_boot(ctx),
                       priority=f"{env.name}-high").workload
-        seen2 = eventually(lambda: env.first(wl2, lambda w: workloads.quota_reserved(w) and not workloads.admitted(w)), 60)
+        seen2 = env.seen(wl2, lambda w: workloads.quota_reserved(w) and not workloads.admitted(w), 60)
         ctx.check(seen2 is not None, "wl2 got its quota (QuotaReserved, not yet admitted)")
         if ac2:
             pr2 = env.request_name(wl1, 1, ac2)

@@ -122,8 +122,8 @@ def provisioned_ready(ctx: Context) -> None:
         env.driven(name, ACCEPTED)
         env.driven(name, PROVISIONED)
         message = (condition(pending, PROVISIONED) or {}).get("message", "")
-        shown = eventually(lambda: env.first(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
-                                            and check_entry(w, check).get("message") == message), 15)
+        shown = env.seen(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
+                         and check_entry(w, check).get("message") == message, 15)
         ctx.check(is_true(pending, ACCEPTED) and shown is not None,
                   f"the check is Pending with the request's message {message!r}")
         ctx.step("The first Job finishes; the autoscaler's retry finds the freed capacity")
