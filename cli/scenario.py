@@ -9,13 +9,10 @@ import sys
 import click
 
 from scenarios import catalogue, runner, soak
-from scenarios.harness import ScenarioFailed
 from scenarios.kueue_specs import group as kueue_group, table as kueue_table
-from scenarios.multikueue import kit as mk_kit
 from scenarios.controllers import ensure_controller, stop_started
 
 from demo.cluster import backends
-from demo.cluster.multikueue import MANAGER
 from demo.cluster.state import State
 from k8s.keys import FAKE_CA_LEASE
 from .options import CONTEXT_SETTINGS, kube_options
@@ -81,16 +78,13 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
             runner.start_clean(ctx)
         except (runner.AutoscalerConflict, runner.NotClean) as e:
             raise click.ClickException(str(e))
-        summary = _run(ctx, chosen, side_by_side=auto and not serial)
+        summary = runner.run_chosen(ctx, chosen, side_by_side=auto and not serial,
+                                    progress=_status_line() if sys.stdout.isatty() else None)
         ctx.say()
         ctx.say("Summary")
         for n, ok, detail in summary:
             ctx.say(f"  {'SKIP' if ok is None else 'PASS' if ok else 'FAIL'}  {n:26} {detail}")
-        try:        # nodes a scenario left go by themselves, once the autoscaler finds them unneeded
-            ctx.wait_pool_empty(120)
-        except ScenarioFailed:
-            pass
-        leftovers = mk_kit.leftovers(ctx, mk_kit.workers(ctx)) if ctx.cluster == MANAGER else ctx.leftovers()
+        leftovers = runner.left_behind(ctx)
         ctx.say(f"  left behind: {', '.join(leftovers) if leftovers else 'nothing'}")
         if ctx.verdicts:
             ctx.say("\nUpstream reports (the table of docs/upstream.md)")
@@ -111,24 +105,6 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
             page.stop()
     if leftovers or any(ok is False for _, ok, _ in summary):
         sys.exit(1)
-
-
-def _run(ctx, chosen: list[str], side_by_side: bool) -> list:
-    """The walkthrough's scenarios side by side (when asked and the cluster has their lanes), then the rest one
-    after another."""
-    walk = {g.name for g in catalogue.GROUPS if g.walkthrough}
-    records = catalogue.by_name()
-    side = [n for n in chosen if records[n].group in walk] if side_by_side else []
-    missing = runner.missing_lanes(ctx, side) if len(side) > 1 else []
-    if missing:
-        ctx.say(f"Side by side needs a lane per scenario, which this cluster lacks ({', '.join(missing[:3])}"
-                f"{', ...' if len(missing) > 3 else ''}: `tau-demo cluster up` makes them); one after another instead")
-    if len(side) < 2 or missing:
-        return runner.run_scenarios(ctx, chosen)
-    ctx.say(f"Running {len(side)} scenarios side by side, each on a lane of its own; each one's output follows "
-            "whole, in order, as it finishes")
-    summary = runner.run_scenarios(ctx, side, side_by_side=True, progress=_status_line() if sys.stdout.isatty() else None)
-    return summary + runner.run_scenarios(ctx, [n for n in chosen if n not in side])
 
 
 def _status_line():

@@ -29,6 +29,7 @@ from demo.realca import exclusion
 from . import catalogue
 from .controllers import ensure_controller, stop_started
 from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
+from .multikueue import kit as mk_kit
 from .record import Scenario
 
 AUTOSCALERS = ("fake", "real")
@@ -191,6 +192,40 @@ def run_scenarios(ctx: Context, names: list[str], side_by_side: bool = False,
             ctx.out.write(children[n].out.getvalue())
             ctx.out.flush()
     return summary
+
+
+def run_chosen(ctx: Context, chosen: list[str], side_by_side: bool, progress=None) -> list:
+    """The walkthrough's scenarios side by side (when asked and the cluster has their lanes; `progress(text)`
+    shows a status line meanwhile), then the rest one after another.  The runner's summary, in `chosen`'s order
+    of groups."""
+    walk = {g.name for g in catalogue.GROUPS if g.walkthrough}
+    records = catalogue.by_name()
+    side = [n for n in chosen if records[n].group in walk] if side_by_side else []
+    missing = missing_lanes(ctx, side) if len(side) > 1 else []
+    if missing:
+        ctx.say(f"Side by side needs a lane per scenario, which this cluster lacks ({', '.join(missing[:3])}"
+                f"{', ...' if len(missing) > 3 else ''}: `tau-demo cluster up` makes them); one after another instead")
+    if len(side) < 2 or missing:
+        return run_scenarios(ctx, chosen)
+    ctx.say(f"Running {len(side)} scenarios side by side, each on a lane of its own; each one's output follows "
+            "whole, in order, as it finishes")
+    summary = run_scenarios(ctx, side, side_by_side=True, progress=progress)
+    return summary + run_scenarios(ctx, [n for n in chosen if n not in side])
+
+
+LEFT_NODES_TIMEOUT = 120.0     # seconds for the nodes a run left to go (the autoscaler finds them unneeded)
+
+
+def left_behind(ctx: Context) -> list[str]:
+    """What a finished run left on the cluster (on a MultiKueue manager, on its three clusters), once the nodes it
+    left had the time to go by themselves."""
+    try:
+        ctx.wait_pool_empty(LEFT_NODES_TIMEOUT)
+    except ScenarioFailed:
+        pass
+    if ctx.cluster == MANAGER:
+        return mk_kit.leftovers(ctx, mk_kit.workers(ctx))
+    return ctx.leftovers()
 
 
 def _wait(future, seconds: float) -> None:
