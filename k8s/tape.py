@@ -88,23 +88,24 @@ class Tape(Generic[T]):
     after each timed one, both holding `lock` (which a caller writing the same log takes too).  A reader that
     folds changes as they come (a probe's record) gives `on_change(res, type, obj)`, called for every change on
     the watch's thread, and `on_list(res, objects)`, called after every (re)list with what it listed.  As a context
-    manager: started and synced on enter (NotSynced names what did not list), one last sample on exit."""
+    manager: started and synced on enter (NotSynced names what did not list); on exit one last sample, then
+    nothing more is recorded (or handed to the hooks) and the watches are told to stop without waiting for them."""
 
     def __init__(self, k: Kube, kinds: Sequence[Resource], namespace: str | None = None, *,
                  node_selector: str | None = None, project: Callable[[dict[str, Store]], T] | None = None,
                  interval: float = 0.2, keep: Callable[[Obj], bool] = lambda obj: True,
                  on_sample: Callable[[float, T], None] | None = None, on_tick: Callable[[], None] | None = None,
                  on_change: Callable[[Resource, str, Obj], None] | None = None,
-                 on_list: Callable[[Resource, list[Obj]], None] | None = None, stop_join: float = 0.0):
+                 on_list: Callable[[Resource, list[Obj]], None] | None = None):
         self.k, self.kinds, self.namespace, self.node_selector = k, tuple(kinds), namespace, node_selector
         self.project, self.interval, self.keep = project, interval, keep
         self.on_sample, self.on_tick, self.on_change, self.on_list = on_sample, on_tick, on_change, on_list
-        self.stop_join = stop_join   # seconds to wait for each watch's thread at the end (0: it ends by itself)
         self.stores: dict[str, Store] = {r.plural: self._store(r) for r in self.kinds}
         self.changes: list[Seen] = []
         self.samples: list[Taken[T]] = []
         self.watches: list[Watch] = []
         self.lock = threading.RLock()
+        self.closed = False          # the tape has stopped: what its watches still deliver is not recorded
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="tape", daemon=True)
 
@@ -123,10 +124,12 @@ class Tape(Generic[T]):
         self._stop.set()
         if self._ticker.is_alive():
             self._ticker.join(5)
-        if self.project is not None:
-            self.sample()
-        for w in self.watches:
-            w.stop(self.stop_join)
+        with self.lock:              # the last sample is the tape's last record
+            if self.project is not None:
+                self.sample()
+            self.closed = True
+        for w in self.watches:       # not joined: a watch blocked in its request ends at its next event or timeout
+            w.stop(0)                # (a daemon thread); what it delivers meanwhile is not recorded
 
     def synced(self) -> bool:
         return bool(self.watches) and all(w.synced.is_set() for w in self.watches)
@@ -141,11 +144,14 @@ class Tape(Generic[T]):
         return store
 
     def _changed(self, res: Resource, typ: str, obj: Obj) -> None:
+        if self.closed:
+            return
         if self.on_change is not None:
             self.on_change(res, typ, obj)
         if self.keep(obj):
             with self.lock:
-                self.changes.append((time.time(), typ, obj))
+                if not self.closed:
+                    self.changes.append((time.time(), typ, obj))
         if self.project is not None and self.synced():
             self.sample()
 
@@ -161,6 +167,8 @@ class Tape(Generic[T]):
         if self.project is None:
             return
         with self.lock:
+            if self.closed:
+                return
             value = self.project(self.stores)
             now = time.time()
             self.samples.append((now, value))

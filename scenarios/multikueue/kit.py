@@ -163,7 +163,6 @@ class Trio:
         self.seen: dict[str, set[str]] = {c: set() for c in ["manager", *(w.name for w in ws)]}
         self.remote = {w.name: cluster_tape(w) for w in ws}
         self.manager = Recorder(ctx, name, log, lanes=self._lanes)
-        self.manager.tape.stop_join = 0.0
 
     def __enter__(self) -> Trio:
         for w in self.ws:

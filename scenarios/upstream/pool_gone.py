@@ -20,8 +20,9 @@ import time
 from demo.jobs.watch import follow
 from k8s import workload as workloads
 from k8s.keys import ACCEPTED, CHECK_NAME, DEMO_CLUSTER_QUEUE, FAILED, PROVISIONED, UPSTREAM_PREFIX
-from k8s.objects import condition, is_true
+from k8s.objects import condition, is_true, meta
 from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR
+from k8s.tape import ever
 
 from ..harness import NS, Context
 from ..record import Report, Scenario
@@ -59,11 +60,13 @@ def run(ctx: Context) -> None:
             t0 = time.monotonic()
             ctx.submit(name, "1x8", deadline=f"{DEADLINE}s", profile=QUEUE)
             ctx.wait(lambda: time.monotonic() - t0 >= WATCH, WATCH + 5, f"{WATCH}s of watching")
-        last = rec.samples[-1][1]
-        wl, pr, seen = last.workload, (last.provreqs[-1] if last.provreqs else None), rec.provreq_names()
+            window = list(rec.samples)              # read at the window's end (the recorder's stop takes seconds)
+        wl = window[-1][1].workload
+        pr = next((s.provreqs[-1] for _, s in reversed(window) if s.provreqs), None)
+        seen = {meta(p)["name"] for _, s in window for p in s.provreqs}
         prov = condition(pr, PROVISIONED) or {}
         check = workloads.admission_check(wl, CHECK_NAME) or {}
-        never_failed = not rec.ever(lambda s: any(is_true(p, FAILED) for p in s.provreqs))   # the whole window
+        never_failed = not ever(window, lambda s: any(is_true(p, FAILED) for p in s.provreqs))   # the whole window
         stuck = (is_true(pr, ACCEPTED) and not is_true(pr, PROVISIONED) and never_failed
                  and len(seen) == 1 and check.get("state") == "Pending")
         ctx.check(stuck, f"after {WATCH}s one request, Accepted={(condition(pr, ACCEPTED) or {}).get('status')}, "

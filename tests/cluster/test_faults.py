@@ -75,7 +75,7 @@ def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
             restart("kube-apiserver")             # the controller holds a read made before the restart
             # the recorder's own watches relist first (their retry backs off up to 15 s), so that it sees what
             # the released controller writes: the mirror lives only for the cleanup TTL
-            wait_for(lambda: all(w.synced.is_set() and not w.last_error for w in rec.watches), 60,
+            wait_for(lambda: rec.tape.synced() and not rec.tape.errors(), 60,
                      what="the recorder's watches to list again after the restart")
             hooks.release(hook_dir, "before-commit", key)
             wait_for(lambda: rec.job_uid and k.get_or_none(R.JOB, name, NS) is None, 120,

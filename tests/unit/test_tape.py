@@ -184,3 +184,18 @@ def test_a_folding_reader_gets_every_change_and_what_each_list_showed():
     assert got == [("workloads", "listed", ["a", "b"]), ("workloads", Event.MODIFIED, "a"),
                    ("workloads", "listed", ["c"])]
     assert t.changes == [], "keep chose none"
+
+
+def test_nothing_is_recorded_after_the_stop_not_even_what_the_watches_still_deliver():
+    folded, logged = [], []
+    t = fed(project=lambda stores: len(stores[JOB.plural].items()))
+    t.on_change = lambda res, typ, obj: folded.append(typ)
+    t.on_sample = lambda now, v: logged.append(v)
+    synced(t)
+    t.stores[JOB.plural].handle(Event.ADDED, wl("j1", 2))
+    t.__exit__(None, None, None)
+    assert t.closed and [v for _, v in t.samples] == [2, 2] and logged == [2, 2] and folded == [Event.ADDED]
+    t.stores[JOB.plural].handle(Event.ADDED, wl("j2", 3))          # a watch not yet ended delivers one more
+    t.sample()
+    assert [v for _, v in t.samples] == [2, 2] and logged == [2, 2] and folded == [Event.ADDED]
+    assert [c[2]["metadata"]["name"] for c in t.changes] == ["j1"]
