@@ -306,6 +306,7 @@ def run_both_stocked_out(ctx: Context) -> None:
             ctx.step(f"Watch the workers for {WINDOW:.0f}s: nothing may come back")
             ctx.wait(lambda: time.time() >= gone + WINDOW, WINDOW + 5, "the window to pass")
             ctx.wait(lambda: _manager_now(ctx, name)[0] is None, 60, "the deadline's cleanup to delete the manager's Job")
+            ctx.wait(lambda: trio.manager.gone_at() is not None, 10, "the manager's recorder to see the Job go")
         by, manager = trio.worker_views(), trio.manager_views()
         decided = first(manager, lambda v: workloads.committed_timeout(v.workload))
         for w in ws:
