@@ -33,6 +33,8 @@ Taken = tuple[float, T]                    # a sample: (time taken, what the sto
 
 WATCH_LAG = 10.0            # seconds a query waits for the watches to deliver what a faster channel already showed
 SEEN_INTERVAL = 0.1         # how often `seen` asks again
+SETTLE_QUIET = 0.5          # a tape that settles at its stop records on until no change came for this long,
+SETTLE_MAX = 2.0            # but no longer than this: what a faster channel just showed reaches it meanwhile
 
 
 # ---------------------------------------------------------------------------- the query set (pure)
@@ -88,15 +90,17 @@ class Tape(Generic[T]):
     after each timed one, both holding `lock` (which a caller writing the same log takes too).  A reader that
     folds changes as they come (a probe's record) gives `on_change(res, type, obj)`, called for every change on
     the watch's thread, and `on_list(res, objects)`, called after every (re)list with what it listed.  As a context
-    manager: started and synced on enter (NotSynced names what did not list); on exit one last sample, then
-    nothing more is recorded (or handed to the hooks) and the watches are told to stop without waiting for them."""
+    manager: started and synced on enter (NotSynced names what did not list); on exit (with `settle`, once its
+    watches have been quiet a moment: what the caller just saw on a faster channel reaches it first) one last
+    sample, then nothing more is recorded (or handed to the hooks) and the watches are told to stop without
+    waiting for them."""
 
     def __init__(self, k: Kube, kinds: Sequence[Resource], namespace: str | None = None, *,
                  node_selector: str | None = None, project: Callable[[dict[str, Store]], T] | None = None,
                  interval: float = 0.2, keep: Callable[[Obj], bool] = lambda obj: True,
                  on_sample: Callable[[float, T], None] | None = None, on_tick: Callable[[], None] | None = None,
                  on_change: Callable[[Resource, str, Obj], None] | None = None,
-                 on_list: Callable[[Resource, list[Obj]], None] | None = None):
+                 on_list: Callable[[Resource, list[Obj]], None] | None = None, settle: bool = False):
         self.k, self.kinds, self.namespace, self.node_selector = k, tuple(kinds), namespace, node_selector
         self.project, self.interval, self.keep = project, interval, keep
         self.on_sample, self.on_tick, self.on_change, self.on_list = on_sample, on_tick, on_change, on_list
@@ -104,6 +108,8 @@ class Tape(Generic[T]):
         self.changes: list[Seen] = []
         self.samples: list[Taken[T]] = []
         self.watches: list[Watch] = []
+        self.settle = settle         # at the stop, record on until the watches are quiet (SETTLE_QUIET, SETTLE_MAX)
+        self.last_change = 0.0       # monotonic time of the last change delivered
         self.lock = threading.RLock()
         self.closed = False          # the tape has stopped: what its watches still deliver is not recorded
         self._stop = threading.Event()
@@ -121,6 +127,8 @@ class Tape(Generic[T]):
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.settle and self.watches:
+            eventually(lambda: time.monotonic() - self.last_change >= SETTLE_QUIET, SETTLE_MAX, SEEN_INTERVAL)
         self._stop.set()
         if self._ticker.is_alive():
             self._ticker.join(5)
@@ -146,6 +154,7 @@ class Tape(Generic[T]):
     def _changed(self, res: Resource, typ: str, obj: Obj) -> None:
         if self.closed:
             return
+        self.last_change = time.monotonic()
         if self.on_change is not None:
             self.on_change(res, typ, obj)
         if self.keep(obj):

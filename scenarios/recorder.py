@@ -91,7 +91,7 @@ class Recorder:
         lane = ctx.lane          # its namespace, and on a scoped lane only its pool's nodes
         self.tape: Tape[Snapshot] = Tape(ctx.k, RECORDED, lane.namespace, node_selector=lane.node_selector,
                                          project=self._assemble, interval=interval, on_sample=self._logged,
-                                         on_tick=self._ticked)
+                                         on_tick=self._ticked, settle=True)
 
     @property
     def samples(self) -> list[tuple[float, Snapshot]]:

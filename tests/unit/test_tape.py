@@ -199,3 +199,23 @@ def test_nothing_is_recorded_after_the_stop_not_even_what_the_watches_still_deli
     t.sample()
     assert [v for _, v in t.samples] == [2, 2] and logged == [2, 2] and folded == [Event.ADDED]
     assert [c[2]["metadata"]["name"] for c in t.changes] == ["j1"]
+
+
+def test_a_settling_tape_records_what_comes_while_its_watches_are_still_busy_then_stops():
+    import threading
+    import time
+    t = synced(fed(project=lambda stores: sorted(o["metadata"]["name"] for o in stores[JOB.plural].items())))
+    t.settle = True
+    t.stores[JOB.plural].handle(Event.ADDED, wl("j1", 2))
+    late = threading.Timer(0.3, lambda: t.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 3)))
+    late.start()                        # what a faster channel already showed, delivered 0.3 s into the stop
+    t0 = time.monotonic()
+    t.__exit__(None, None, None)
+    took = time.monotonic() - t0
+    assert [o["metadata"]["resourceVersion"] for _, _, o in t.changes] == ["2", "3"], "the late change recorded"
+    assert tape.SETTLE_QUIET + 0.3 - 0.05 <= took <= tape.SETTLE_MAX + 0.5, took
+    quiet = synced(fed(project=lambda stores: 0))
+    quiet.settle = True
+    t0 = time.monotonic()
+    quiet.__exit__(None, None, None)
+    assert time.monotonic() - t0 < tape.SETTLE_QUIET, "no change for long: nothing to wait for"
