@@ -1,77 +1,192 @@
 #!/usr/bin/env bash
-# All tests: unit tests on plain data (nothing built, no network), then cluster tests against a real
-# control plane, real Kueue v0.19.2 and real KWOK.  The cluster tests bring up their own cluster
-# (state in a temporary directory, so a demo cluster you have running is left alone) and tear it down.
-# Nothing is skipped: a missing toolchain or a cluster that cannot start fails the run.  The toolchain
-# includes the real cluster-autoscaler (from $TAU_DEMO_CA_SOURCE, see .ci/run), which one cluster test runs.
-#   ./test.sh                 unit, then cluster tests
+# Every test, the way CI runs it (.ci/run is `./test.sh` and nothing else): unit tests on plain data (nothing built,
+# no network); the mutation gate over the pure modules; the README's quick start as written (`./setup.sh && AUTO=1
+# ./scenario.sh`, which must pass and leave nothing behind); the attach tests; then every other cluster test
+# against a real control plane, real Kueue v0.19.2 and real KWOK, as three sessions side by side, each on a cluster
+# of its own (state in temporary directories, so a demo cluster you have running is left alone).  Every stage runs
+# to its end whatever a stage before it showed, and one failed test never hides another (no -x): the closing lines
+# give each stage's verdict, and the exit code is 1 if any stage failed.  Nothing is skipped: a missing toolchain
+# or a cluster that cannot start fails the run.  The toolchain includes the real cluster-autoscaler, built from
+# $TAU_DEMO_CA_SOURCE (the vendored tarball ../shared/vendor/cluster-autoscaler-1.36.1.tar.xz when it is there:
+# the Go module proxy refuses the CA module itself; without it `toolchain ensure --with-real-ca` clones the tag).
+#   ./test.sh                 everything, as above (CI)
 #   ./test.sh --unit          unit tests only
-#   ./test.sh --skip-unit     the toolchain and the cluster tests only (.ci/run ran the unit tests first)
 #   ./test.sh --mutation      mutation testing of the pure modules (tests/mutation/report.py; docs/testing.md)
-#   ./test.sh [pytest args]   passed to the cluster stage (e.g. -k race)
-#   ./test.sh --skip-unit --shards 3 [pytest args]
+#   ./test.sh --cluster [pytest args]
+#                             the toolchain, then the cluster tests as one session (e.g. --cluster -k race)
+#   ./test.sh --cluster --shards 3 [pytest args]
 #                             the cluster stage as three pytest sessions side by side, each on a cluster of its own,
 #                             by file (tests/cluster/conftest.py SHARD_OF); each one's output shown whole, in order;
 #                             fails if any fails
-#   TAU_DEMO_TEST_BACKEND=kind ./test.sh   the cluster tests on a kind cluster (needs a Docker engine;
+#   (--skip-unit is the old name of --cluster)
+#   TAU_DEMO_TEST_BACKEND=kind ./test.sh --cluster   the cluster tests on a kind cluster (needs a Docker engine;
 #                             on machines without a registry see tests/kind/README.md)
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ -z "${TAU_DEMO_CA_SOURCE:-}" ]; then
+  for tarball in ../shared/vendor/cluster-autoscaler-1.36.1.tar.xz /work/shared/vendor/cluster-autoscaler-1.36.1.tar.xz; do
+    if [ -f "$tarball" ]; then export TAU_DEMO_CA_SOURCE="$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")"; break; fi
+  done
+fi
 # the locked Python packages (requirements.lock), installed again only when the lock or pyproject.toml changed
 toolchain/venv.sh
-stage=all
-shards=1
-if [ "${1:-}" = --unit ]; then stage=unit; shift; fi
-if [ "${1:-}" = --skip-unit ]; then stage=cluster; shift; fi
-if [ "${1:-}" = --shards ]; then shards=${2:-}; shift 2 || true; fi
-case "$shards" in 1|3) ;; *) echo "test.sh: --shards takes 1 or 3, not '$shards'" >&2; exit 2 ;; esac
-if [ "${1:-}" = --mutation ]; then shift; exec .venv/bin/python tests/mutation/report.py "$@"; fi
-if [ "$stage" != cluster ]; then
+
+unit_tests() {
   echo "[test] pyflakes (unused imports and names, undefined names)"
-  .venv/bin/python -m pyflakes k8s fake_ca demo scenarios cli tests bench
+  .venv/bin/python -m pyflakes k8s fake_ca demo scenarios cli tests bench || return
   echo "[test] unit tests"
   .venv/bin/python -m pytest tests/unit -q -p no:cacheprovider
-fi
-[ "$stage" = unit ] && exit 0
-echo "[test] toolchain"
-backend=${TAU_DEMO_TEST_BACKEND:-kwok}
-with_kind=(); [ "$backend" = kind ] && with_kind=(--with-kind)
-.venv/bin/tau-demo toolchain ensure --with-actionlint --with-real-ca "${with_kind[@]}"
-.venv/bin/tau-demo toolchain versions --with-real-ca
-# the live page's browser test (tests/cluster/test_ui.py) drives Debian's chromium through chromium-driver
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
-  echo "[test] installing Debian's chromium and chromium-driver with apt-get (for tests/cluster/test_ui.py)"
-  sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
-  if ! { "${sudo[@]}" apt-get update -q && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q chromium chromium-driver; }; then
-    echo "[test] cannot install chromium and chromium-driver (apt-get failed above): install them, then run ./test.sh again" >&2
-    exit 1
+}
+
+toolchain_for_cluster_tests() {
+  echo "[test] toolchain"
+  local backend=${TAU_DEMO_TEST_BACKEND:-kwok} with_kind=()
+  [ "$backend" = kind ] && with_kind=(--with-kind)
+  .venv/bin/tau-demo toolchain ensure --with-actionlint --with-real-ca "${with_kind[@]}" || return
+  .venv/bin/tau-demo toolchain versions --with-real-ca || return
+  # the live page's browser test (tests/cluster/test_ui.py) drives Debian's chromium through chromium-driver
+  if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    echo "[test] installing Debian's chromium and chromium-driver with apt-get (for tests/cluster/test_ui.py)"
+    local sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
+    if ! { "${sudo[@]}" apt-get update -q && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q chromium chromium-driver; }; then
+      echo "[test] cannot install chromium and chromium-driver (apt-get failed above): install them, then run ./test.sh again" >&2
+      return 1
+    fi
   fi
+  echo "[test] browser: $(/usr/bin/chromium --version 2>/dev/null), $(/usr/bin/chromedriver --version 2>/dev/null | cut -d' ' -f1-2)"
+}
+
+# (each function returns at its first failing command itself: `set -e` does not hold in a function called from a
+# `||` list, as the stages below call them)
+# cluster_tests SHARDS [pytest args]: the cluster stage, one session or three side by side
+cluster_tests() {
+  local shards=$1; shift
+  toolchain_for_cluster_tests || return
+  local backend=${TAU_DEMO_TEST_BACKEND:-kwok}
+  local state=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
+  if [ "$shards" = 1 ]; then
+    echo "[test] cluster tests on the $backend backend (state in $state)"
+    TAU_DEMO_STATE="$state" .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider --durations=30 "$@"
+    return
+  fi
+  # sessions side by side, each with a state directory (so a cluster and controllers) of its own
+  echo "[test] cluster tests on the $backend backend, $shards sessions side by side (states in $state/shard-N)"
+  local pids=() i
+  for i in $(seq "$shards"); do
+    mkdir -p "$state/shard-$i"
+    TAU_DEMO_STATE="$state/shard-$i" TAU_DEMO_TEST_SHARD="$i/$shards" \
+      .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider --durations=15 "$@" \
+      >"$state/shard-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  local rc=0 empty=0 code
+  for i in $(seq "$shards"); do
+    code=0
+    wait "${pids[$((i - 1))]}" || code=$?
+    echo "[test] session $i of $shards (exit $code):"
+    cat "$state/shard-$i.log"
+    # 5: no test of this session was selected (a -k or -m that picks only the other sessions' files)
+    if [ "$code" = 5 ]; then empty=$((empty + 1)); elif [ "$code" != 0 ]; then rc=1; fi
+  done
+  if [ "$empty" = "$shards" ]; then echo "[test] no cluster test was selected in any session" >&2; rc=1; fi
+  return "$rc"
+}
+
+case "${1:-}" in
+  --unit) unit_tests; exit ;;
+  --mutation) shift; exec .venv/bin/python tests/mutation/report.py "$@" ;;
+  --cluster|--skip-unit)
+    shift
+    shards=1
+    if [ "${1:-}" = --shards ]; then shards=${2:-}; shift 2 || true; fi
+    case "$shards" in 1|3) ;; *) echo "test.sh: --shards takes 1 or 3, not '$shards'" >&2; exit 2 ;; esac
+    cluster_tests "$shards" "$@"; exit ;;
+  "") ;;
+  *) echo "test.sh: unknown argument '$1' (--unit, --mutation, --cluster [--shards 3] [pytest args], or nothing: every stage)" >&2
+     exit 2 ;;
+esac
+
+# ------------------------------------------------------------------------------------------------ every stage
+stage() { echo; echo "[test $(date +%H:%M:%S)] $*"; }
+verdicts=()
+failed=0
+# verdict NAME CODE: what a stage showed, kept for the closing lines
+verdict() {
+  if [ "$2" = 0 ]; then verdicts+=("passed  $1"); else verdicts+=("FAILED  $1 (exit $2)"); failed=$((failed + 1)); fi
+}
+pgroups=()
+trap 'for g in "${pgroups[@]}"; do kill -- -"$g" 2>/dev/null || true; done' EXIT
+
+stage "unit tests"
+rc=0; unit_tests || rc=$?; verdict "unit tests" "$rc"
+
+# The mutation gate is CPU-bound; the stages after it mostly wait on the cluster (boots, loops, deadlines).
+# So it runs beside them at the lowest CPU priority (it takes only the CPU they leave idle; its per-mutant
+# limit is CPU time, not wall time) and its verdict is read at the end, whatever happened meanwhile. setsid gives it
+# a session of its own, so that it is stopped whole on exit; with the kernel's autogroup scheduling a session is
+# also a CPU group of its own, which nice alone does not lower (a cold run measured the toolchain's build at 19.5
+# min beside it, against 10.6 min alone), so the group itself is set to nice 19 (/proc/self/autogroup) where the
+# kernel has it.
+stage "mutation testing of the pure modules: started in the background at nice 19, its verdict at the end"
+mutation_log=$(mktemp /tmp/tau-demo-mutation.XXXXXX)
+setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 ./test.sh --mutation' \
+  >"$mutation_log" 2>&1 &
+mutation_pid=$!
+pgroups+=("$mutation_pid")
+
+stage "the README's quick start: ./setup.sh && AUTO=1 ./scenario.sh (its own cluster state)"
+quickstart_state=$(mktemp -d /tmp/tau-demo-quickstart.XXXXXX)
+rc=0; TAU_DEMO_STATE="$quickstart_state" ./setup.sh || rc=$?
+setup_rc=$rc
+
+# Once the toolchain is built (by setup.sh, above), the tests marked `attach` bring a cluster of their own up, attach
+# it and run three of the walkthrough's scenarios on it in two modes: mostly waiting on the same demo timers as the
+# walkthrough, so they run beside it, in a state directory of their own; their verdict is read after the cluster stage.
+stage "the attach tests: started in the background, beside the walkthrough (their own cluster state)"
+attach_state=$(mktemp -d /tmp/tau-demo-attach.XXXXXX)
+attach_log=$(mktemp /tmp/tau-demo-attach-log.XXXXXX)
+TAU_DEMO_STATE="$attach_state" setsid .venv/bin/python -m pytest tests/cluster -m attach -q -p no:cacheprovider \
+  --durations=5 >"$attach_log" 2>&1 &
+attach_pid=$!
+pgroups+=("$attach_pid")
+
+if [ "$setup_rc" = 0 ]; then
+  TAU_DEMO_STATE="$quickstart_state" AUTO=1 ./scenario.sh || rc=$?
+else
+  echo "[test] ./setup.sh failed (exit $setup_rc): the walkthrough cannot run"
 fi
-echo "[test] browser: $(/usr/bin/chromium --version 2>/dev/null), $(/usr/bin/chromedriver --version 2>/dev/null | cut -d' ' -f1-2)"
-export TAU_DEMO_STATE=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
-if [ "$shards" = 1 ]; then
-  echo "[test] cluster tests on the $backend backend (state in $TAU_DEMO_STATE)"
-  exec .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider -x --durations=30 "$@"
+stage "the quick start's teardown: tau-demo cluster down, then nothing of it may run on"
+TAU_DEMO_STATE="$quickstart_state" .venv/bin/tau-demo cluster down || rc=$?
+if left=$(pgrep -af -- "$quickstart_state"); then
+  echo "the quick start left processes behind:"; echo "$left"; rc=1
 fi
-# sessions side by side, each with a state directory (so a cluster and controllers) of its own
-echo "[test] cluster tests on the $backend backend, $shards sessions side by side (states in $TAU_DEMO_STATE/shard-N)"
-pids=()
-for i in $(seq "$shards"); do
-  mkdir -p "$TAU_DEMO_STATE/shard-$i"
-  TAU_DEMO_STATE="$TAU_DEMO_STATE/shard-$i" TAU_DEMO_TEST_SHARD="$i/$shards" \
-    .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider -x --durations=15 "$@" \
-    >"$TAU_DEMO_STATE/shard-$i.log" 2>&1 &
-  pids+=($!)
-done
+rm -rf "$quickstart_state"
+verdict "the quick start (./setup.sh && AUTO=1 ./scenario.sh, then cluster down)" "$rc"
+
+# The walkthrough's scenarios ran in the quick start, so the cluster stage leaves them out (pytest marker
+# `walkthrough`) instead of running them a second time, and the races' extra rounds too (`repeat`).
+stage "every other cluster test: the walkthrough's scenarios (above), their repeats and the attach tests (beside the quick start) left out, as three sessions side by side, each on a cluster of its own"
+rc=0; cluster_tests 3 -m "not walkthrough and not repeat and not attach" || rc=$?
+verdict "the cluster tests (three sessions)" "$rc"
+
+stage "the attach tests, run beside the quick start: their verdict"
 rc=0
-empty=0
-for i in $(seq "$shards"); do
-  code=0
-  wait "${pids[$((i - 1))]}" || code=$?
-  echo "[test] session $i of $shards (exit $code):"
-  cat "$TAU_DEMO_STATE/shard-$i.log"
-  # 5: no test of this session was selected (a -k or -m that picks only the other sessions' files)
-  if [ "$code" = 5 ]; then empty=$((empty + 1)); elif [ "$code" != 0 ]; then rc=1; fi
-done
-if [ "$empty" = "$shards" ]; then echo "[test] no cluster test was selected in any session" >&2; rc=1; fi
-exit "$rc"
+wait "$attach_pid" || rc=$?
+cat "$attach_log"
+if left=$(pgrep -af -- "$attach_state"); then
+  echo "the attach tests left processes behind:"; echo "$left"; rc=1
+fi
+rm -rf "$attach_state" "$attach_log"
+verdict "the attach tests" "$rc"
+
+stage "mutation testing of the pure modules: its verdict"
+rc=0
+wait "$mutation_pid" || rc=$?
+cat "$mutation_log"
+rm -f "$mutation_log"
+verdict "the mutation gate" "$rc"
+
+stage "verdicts"
+for v in "${verdicts[@]}"; do echo "  $v"; done
+if [ "$failed" != 0 ]; then echo "[test] $failed stage(s) failed"; exit 1; fi
+echo "[test] every stage passed"
