@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from .clean import clean_cmd
 from .cluster import cluster_group
 from .conformance import conformance_cmd
 from .deadline import deadline_cmd
@@ -46,5 +47,6 @@ def main(verbose: bool) -> None:
 
 
 for command in (toolchain_group, cluster_group, submit_cmd, preflight_cmd, watch_cmd, report_cmd, fake_ca_group,
-                deadline_cmd, taucluster_cmd, scenario_group, race_group, real_ca_cmd, conformance_cmd, kueue_specs_cmd, ui_cmd):
+                deadline_cmd, taucluster_cmd, scenario_group, race_group, real_ca_cmd, conformance_cmd, kueue_specs_cmd, ui_cmd,
+                clean_cmd):
     main.add_command(command)

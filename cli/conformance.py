@@ -21,6 +21,7 @@ from scenarios.runner import NoCluster, make_context
 from k8s.keys import GPU
 from k8s.paths import DEVIATIONS_DOC, FIDELITY_DOC, POOLS_FILE, REPO
 from demo.toolchain import versions
+from .interrupt import cleaning_on_interrupt
 from .options import CONTEXT_SETTINGS, duration, kube_options
 
 
@@ -69,13 +70,14 @@ def conformance_cmd(kube_client, kubeconfig, autoscaler, scan_interval, only, wi
 
     def say(line: str) -> None:
         click.echo(line, err=True)
-    try:
-        for u in unders:
-            results[u.kind] = cf.run_under(ctx, u, chosen, pools, say)
-    except ScenarioFailed as e:
-        raise click.ClickException(str(e))
-    finally:
-        stop_started(ctx)
+    with cleaning_on_interrupt("tau-demo conformance", kubeconfig, kube_client.context):
+        try:
+            for u in unders:
+                results[u.kind] = cf.run_under(ctx, u, chosen, pools, say)
+        except ScenarioFailed as e:
+            raise click.ClickException(str(e))
+        finally:
+            stop_started(ctx)
     took = time.time() - started
     fake, real = results.get("fake", []), results.get("real", [])
     real_label = cf.Under("real", settings).label

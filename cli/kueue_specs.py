@@ -12,6 +12,7 @@ import click
 from scenarios.kueue_specs import group, table
 
 from k8s.paths import KUEUE_SPECS_DOC, REPO
+from .interrupt import cleaning_on_interrupt
 from .options import CONTEXT_SETTINGS, kube_options
 
 
@@ -34,11 +35,12 @@ def kueue_specs_cmd(kube_client, kubeconfig, autoscaler, only, output):
     spec, writes it (--output).  Exit 1 if a spec did not hold or could not run.
     """
     started = time.time()
-    try:
-        summaries, results = group.run_each(kubeconfig, kube_client.context,
-                                             ["fake", "real"] if autoscaler == "both" else [autoscaler], list(only))
-    except group.NotRun as e:
-        raise click.ClickException(str(e))
+    with cleaning_on_interrupt("tau-demo kueue-specs", kubeconfig, kube_client.context):
+        try:
+            summaries, results = group.run_each(kubeconfig, kube_client.context,
+                                                 ["fake", "real"] if autoscaler == "both" else [autoscaler], list(only))
+        except group.NotRun as e:
+            raise click.ClickException(str(e))
     entries = [e for e in group.entries() if not only or e.spec.number in only]
     click.echo("\n".join(table.rows(entries, results)))
     click.echo("\nSummary")

@@ -116,9 +116,9 @@ class LazyKube:
 
 
 def run_controller(controller, what: str) -> None:
-    """Run controller.run(stop) until SIGINT/SIGTERM."""
+    """Run controller.run(stop) until SIGINT, SIGTERM or SIGHUP (a closed terminal)."""
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     controller.run(stop)
     click.echo(f"{what} stopped", err=True)

@@ -15,6 +15,8 @@ from scenarios.controllers import ensure_controller, stop_started
 from demo.cluster import backends
 from demo.cluster.state import State
 from k8s.keys import FAKE_CA_LEASE
+from k8s import poll
+from .interrupt import cleaning_on_interrupt
 from .options import CONTEXT_SETTINGS, kube_options
 from .ui import start_server as start_ui
 
@@ -73,6 +75,14 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
     page = start_ui(ctx.runs_dir, ui_port) if with_ui else None
     if page is not None:
         ctx.say(f"Live page: {page.start()}  (tau-demo ui: each scenario as it runs; replay of runs/ from the page)")
+    with cleaning_on_interrupt("tau-demo scenario run", kubeconfig, kube_client.context):
+        summary, leftovers = _run_and_report(ctx, chosen, auto, serial, page)
+    if leftovers or any(ok is False for _, ok, _ in summary):
+        sys.exit(1)
+
+
+def _run_and_report(ctx, chosen, auto, serial, page):
+    """The run itself, its summary and what it left behind; the controllers it started stopped, the page too."""
     try:
         try:
             runner.start_clean(ctx)
@@ -100,11 +110,10 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
     finally:
         stop_started(ctx)
         if page is not None:
-            if not auto and sys.stdin.isatty():
+            if not auto and sys.stdin.isatty() and not poll.cancelled():
                 input(f"  (the live page stays at {page.url} for replay: press Enter to stop it) ")
             page.stop()
-    if leftovers or any(ok is False for _, ok, _ in summary):
-        sys.exit(1)
+    return summary, leftovers
 
 
 def _status_line():
@@ -173,14 +182,15 @@ def soak_cmd(runs, seed, faults, kube_client, kubeconfig):
     if faults and (st is None or kubeconfig != st.kubeconfig):
         raise click.ClickException("--faults restarts Kueue and the kube-apiserver of the demo cluster: run it "
                                    "against the cluster `tau-demo cluster up` made")
-    try:
-        fake = ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
-        if faults and fake is None:
-            raise click.ClickException("--faults kills the fake autoscaler it started; stop the one that runs")
-        restart = (lambda component: backends.get(st.backend).restart(st.name, component)) if faults else None
-        results = soak.soak(ctx, runs, seed, faults=faults, restart=restart, fake_ca=fake)
-    finally:
-        stop_started(ctx)
+    with cleaning_on_interrupt("tau-demo race soak", kubeconfig, kube_client.context):
+        try:
+            fake = ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+            if faults and fake is None:
+                raise click.ClickException("--faults kills the fake autoscaler it started; stop the one that runs")
+            restart = (lambda component: backends.get(st.backend).restart(st.name, component)) if faults else None
+            results = soak.soak(ctx, runs, seed, faults=faults, restart=restart, fake_ca=fake)
+        finally:
+            stop_started(ctx)
     click.echo(soak.soak_table(results))
     if any(r.violations or r.outcome == "?" for r in results):
         sys.exit(1)

@@ -3,10 +3,13 @@
 Every bounded wait of the project is one of these two: `eventually()` gives the last answer (the caller says
 what a late one means: a check that fails, an error of its own), `until()` raises when no answer would do.
 `clock` and `sleep` are a test's fake time, or a stop event's `wait` so that a wait ends when its caller stops.
+By default a wait sleeps with `pause`, which ends every wait of every thread at once when the process is
+interrupted (`cancel()`, called by the command's signal handler: cli/interrupt.py), raising Cancelled.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, TypeVar
 
@@ -17,8 +20,36 @@ class WaitTimedOut(AssertionError):
     """No answer would do within the time given (an AssertionError: a scenario's wait is one of its checks)."""
 
 
+class Cancelled(BaseException):
+    """The process is being interrupted (Ctrl-C, SIGTERM, SIGHUP): the wait ended without an answer.  A
+    BaseException, like KeyboardInterrupt, so that no `except Exception` takes it for a failed check and goes on."""
+
+
+_CANCEL = threading.Event()
+
+
+def cancel() -> None:
+    """End every default wait, in every thread, now and until resume(): each raises Cancelled."""
+    _CANCEL.set()
+
+
+def resume() -> None:
+    """Waits wait again (the interrupted command's own cleanup waits for what it deletes)."""
+    _CANCEL.clear()
+
+
+def cancelled() -> bool:
+    return _CANCEL.is_set()
+
+
+def pause(seconds: float) -> None:
+    """time.sleep(seconds), but Cancelled as soon as the process is interrupted (at once if it already is)."""
+    if _CANCEL.wait(seconds):
+        raise Cancelled("interrupted")
+
+
 def eventually(ask: Callable[[], T], timeout: float, interval: float = 0.25, *, done: Callable[[T], object] = bool,
-               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> T:
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = pause) -> T:
     """ask() every `interval` seconds until done(its answer) (by default: the answer is truthy) or `timeout`
     seconds have passed; the last answer.  ask() is called at least once, and once more when the time is up."""
     deadline = clock() + timeout
@@ -30,7 +61,7 @@ def eventually(ask: Callable[[], T], timeout: float, interval: float = 0.25, *, 
 
 
 def until(ask: Callable[[], T], timeout: float, what: str, interval: float = 0.25, *,
-          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> T:
+          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = pause) -> T:
     """ask()'s first truthy answer; TimedOut, naming `what` and the last answer, when none came in `timeout`."""
     got = eventually(ask, timeout, interval, clock=clock, sleep=sleep)
     if not got:

@@ -6,18 +6,24 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from demo.cluster import procs
 from demo.cluster.state import State
 from k8s import heartbeat
-from k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE
+from k8s.keys import SERVICE_ACCOUNTS, SYSTEM_NAMESPACE, TAUCLUSTER_LEASE
 from k8s.paths import REPO, shown, state_root
 
 from .harness import Context, ScenarioFailed
 
 READY_LINE = "caches synced; ready"
+
+# Every controller this process started and has not stopped, whichever context started it (a scenario run side by
+# side gives each scenario a context of its own): what an interrupted command stops (stop_every_started).
+_RUNNING: list["Controller"] = []
+_RUNNING_LOCK = threading.Lock()
 
 
 def controller_args(ctx: Context, args: list[str]) -> list[str]:
@@ -35,6 +41,9 @@ class Controller:
     logfile: Path
 
     def start(self, kubeconfig: str) -> None:
+        with _RUNNING_LOCK:
+            if self not in _RUNNING:
+                _RUNNING.append(self)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         args = list(self.args)
         at = args.index("--") if "--" in args else len(args)      # after "--": the wrapped binary's own flags
@@ -43,6 +52,9 @@ class Controller:
 
     def stop(self) -> None:
         procs.stop(self.pidfile)
+        with _RUNNING_LOCK:
+            if self in _RUNNING:
+                _RUNNING.remove(self)
 
     def kill9(self) -> None:
         procs.stop(self.pidfile, timeout=0, sig=signal.SIGKILL)
@@ -105,3 +117,32 @@ def stop_started(ctx: Context) -> None:
     for c in reversed(ctx.started):
         c.stop()
     ctx.started.clear()
+
+
+def stop_every_started() -> list[str]:
+    """Stop every controller this process started and has not stopped (an interrupted command: its scenarios'
+    contexts may not have come to their own stop); their Leases, as the names of what was stopped."""
+    with _RUNNING_LOCK:
+        running = list(reversed(_RUNNING))
+    for c in running:
+        c.stop()
+    return [c.lease for c in running]
+
+
+def orphans() -> list[tuple[str, int]]:
+    """Controllers that scenarios started in the background and that still run with no run to stop them (their pid
+    files beside the demo cluster's state, the process alive): (pid file's name, pid).  The TauCluster controller,
+    whose files lie there too, is the cluster's (`cluster up` starts it), never an orphan."""
+    with _RUNNING_LOCK:
+        ours = {c.pidfile for c in _RUNNING}
+    return [(p.stem, pid) for p in sorted(controllers_dir().glob("*.pid"))
+            if p not in ours and p.stem != TAUCLUSTER_LEASE and (pid := procs.read_pid(p)) is not None]
+
+
+def stop_orphans() -> list[str]:
+    """Stop every controller orphans() finds; what was stopped, as 'name (pid N)'."""
+    out = []
+    for stem, pid in orphans():
+        procs.stop(controllers_dir() / f"{stem}.pid")
+        out.append(f"{stem} (pid {pid})")
+    return out

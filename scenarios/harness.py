@@ -221,26 +221,32 @@ class Context:
             self.wait(lambda: not self.k.list(WORKLOAD, namespace, label_selector=workloads.job_selector(uid))[0]
                       and self.k.get_or_none(JOB, name, namespace) is None, 60, f"job {name} and its Workload to go")
 
-    def leftovers(self) -> list[str]:
-        """Objects a finished scenario must not leave behind."""
-        out = []
+    def left_objects(self) -> list[tuple]:
+        """Everything a finished scenario must not leave behind, as (resource, name, namespace or None), read now:
+        the Jobs, Workloads and ProvisioningRequests of the scenarios' namespaces, every autoscaler's live nodes,
+        and the Kueue objects and TauClusters the upstream scenarios, Kueue's specs and the taucluster group make
+        (by their names' prefixes).  What leftovers() lists and `tau-demo clean` removes (runner.clean)."""
+        out: list[tuple] = []
         for ns in self.namespaces:
             for res in (JOB, WORKLOAD, PROVREQ):
-                items, _ = self.k.list(res, ns)
-                out += [f"{res.kind} {i['metadata']['name']}" for i in items]
-        out += [f"Node {n['metadata']['name']}" for n in self.autoscaler_nodes()]
+                out += [(res, i["metadata"]["name"], ns) for i in self.k.list(res, ns)[0]]
+        out += [(NODE, n["metadata"]["name"], None) for n in self.autoscaler_nodes()]
         scoped = [(LOCAL_QUEUE, ns) for ns in self.namespaces] + [
             (res, None) for res in (CLUSTER_QUEUE, ADMISSION_CHECK, RESOURCE_FLAVOR, PROVREQ_CONFIG,
                                     WORKLOAD_PRIORITY_CLASS)]
         for res, ns in scoped:            # the upstream scenarios', the Kueue specs' and the taucluster group's objects
-            out += [f"{res.kind} {i['metadata']['name'][:60]}" for i in self.k.list(res, ns)[0]
+            out += [(res, i["metadata"]["name"], ns) for i in self.k.list(res, ns)[0]
                     if i["metadata"]["name"].startswith(SCENARIO_PREFIXES)]
         try:
-            out += [f"TauCluster {i['metadata']['name']}" for i in self.k.list(TAUCLUSTER)[0]
+            out += [(TAUCLUSTER, i["metadata"]["name"], None) for i in self.k.list(TAUCLUSTER)[0]
                     if i["metadata"]["name"].startswith(TAUCLUSTER_SCENARIO_PREFIX)]
         except NotFound:              # a cluster without the TauCluster CRD (a MultiKueue manager's) has none
             pass
         return out
+
+    def leftovers(self) -> list[str]:
+        """Objects a finished scenario must not leave behind (left_objects), as 'Kind name'."""
+        return [f"{res.kind} {name[:60]}" for res, name, _ in self.left_objects()]
 
     def event_log(self, label: str) -> tuple[EventLog, Path]:
         d = self.runs_dir / time.strftime("%Y%m%d-%H%M%S")

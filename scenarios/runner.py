@@ -19,11 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from demo.cluster.multikueue import MANAGER
 from demo.cluster.multikueue_kwok import is_manager
 from demo.cluster.state import default_kubeconfig
-from k8s import heartbeat
+from k8s import heartbeat, poll
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
-from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, REAL_CA_LEASE
-from k8s.resources import LOCAL_QUEUE
+from k8s.keys import (CONFORMANCE_NAMESPACE, CONFORMANCE_STATIC_LABEL, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS,
+                      FAKE_CA_LEASE, REAL_CA_LEASE)
+from k8s.objects import deleting
+from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, POD, POD_TEMPLATE, PROVREQ,
+                           PROVREQ_CONFIG, RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
 from demo.realca import exclusion
 
 from . import catalogue
@@ -44,7 +47,11 @@ class AutoscalerConflict(RuntimeError):
 
 
 class NotClean(RuntimeError):
-    """Objects a scenario would trip over are left in the scenarios' namespaces; the message lists them."""
+    """Objects a scenario would trip over are left in the scenarios' namespaces; the message lists them and names
+    the command that removes them."""
+
+
+CLEAN_COMMAND = "tau-demo clean"
 
 
 def verdict_table(ctx: Context) -> list[str]:
@@ -138,7 +145,8 @@ def start_clean(ctx: Context) -> None:
     start_controllers(ctx)
     left = ctx.leftovers()
     if left:
-        raise NotClean(f"the namespaces are not clean: {', '.join(left)}")
+        raise NotClean(f"the namespaces are not clean: {', '.join(left)}; `{CLEAN_COMMAND}` removes what the harness "
+                       "made (and says what it removed)")
 
 
 def run_one(ctx: Context, scenario: Scenario) -> tuple[str, bool | None, str]:
@@ -233,3 +241,54 @@ def _wait(future, seconds: float) -> None:
         future.result(timeout=seconds)
     except Exception:          # done (its result is read above) or not yet: either way, look again
         pass
+
+
+# ---------------------------------------------------------------------------- clean
+
+SWEEP_TIMEOUT = 120.0         # seconds for what clean() deleted to be gone
+# The order of deletion: a TauCluster takes its Kueue objects with it (its controller), a Job its Workload and
+# pods (Kueue's owner references, the garbage collector), requests before the nodes booked for them (an autoscaler
+# still running would otherwise make them again), the nodes last.
+CLEAN_ORDER = (TAUCLUSTER, JOB, WORKLOAD, PROVREQ, POD, POD_TEMPLATE, LOCAL_QUEUE, CLUSTER_QUEUE, ADMISSION_CHECK,
+               PROVREQ_CONFIG, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS, NODE)
+
+
+def made_by_harness(ctx: Context) -> list[tuple]:
+    """What the harness made on ctx's cluster, read now, as (resource, name, namespace or None): what a scenario
+    must not leave (Context.left_objects), and the conformance tool's probe requests, templates, pods and nodes."""
+    k = ctx.k
+    probes = [(res, i["metadata"]["name"], CONFORMANCE_NAMESPACE) for res in (PROVREQ, POD_TEMPLATE, POD)
+              for i in k.list(res, CONFORMANCE_NAMESPACE)[0]]
+    static = [(NODE, n["metadata"]["name"], None) for n in k.list(NODE, label_selector=CONFORMANCE_STATIC_LABEL)[0]]
+    return ctx.left_objects() + probes + static
+
+
+def clean(ctx: Context, timeout: float = SWEEP_TIMEOUT, say=None) -> tuple[list[str], list[str]]:
+    """Remove what the harness made (made_by_harness), on a MultiKueue manager on its workers too, and nothing
+    else: deleted in CLEAN_ORDER, deleted again while it comes back (a Workload Kueue made for a Job still being
+    deleted, a node an autoscaler made for a request just deleted), until nothing is left or `timeout` has passed.
+    (what was removed, what is still there), each as 'Kind namespace/name'; `say(line)` hears each deletion."""
+    contexts = [("", ctx)] + ([(f"{w.name}: ", w.ctx) for w in mk_kit.workers(ctx)] if ctx.cluster == MANAGER else [])
+    removed: list[str] = []
+
+    def shown(where: str, res, name: str, ns: str | None) -> str:
+        return f"{where}{res.kind} {ns + '/' if ns else ''}{name}"
+
+    def sweep() -> list[str]:
+        left = []
+        for where, c in contexts:
+            found = made_by_harness(c)
+            for res, name, ns in sorted(found, key=lambda f: CLEAN_ORDER.index(f[0])):
+                what = shown(where, res, name, ns)
+                left.append(what)
+                obj = c.k.get_or_none(res, name, ns)
+                if obj is None or deleting(obj):
+                    continue
+                if c.k.delete(res, name, ns, propagation="Background") and what not in removed:
+                    removed.append(what)
+                    if say is not None:
+                        say(f"  removed {what}")
+        return left
+
+    left = poll.eventually(sweep, timeout, 1.0, done=lambda got: not got)
+    return removed, left

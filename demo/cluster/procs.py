@@ -84,7 +84,8 @@ def stop(pidfile: Path, timeout: float = 10.0, sig: int = signal.SIGTERM) -> boo
         pass
     except PermissionError:
         os.kill(pid, sig)
-    poll.eventually(lambda: _reap(pid) or read_pid(pidfile) is None, timeout, 0.1)
+    # time.sleep, not poll's default: a stop is not cancelled by an interrupt (it is what an interrupt does)
+    poll.eventually(lambda: _reap(pid) or read_pid(pidfile) is None, timeout, 0.1, sleep=time.sleep)
     if read_pid(pidfile) is not None:
         try:
             os.killpg(pid, signal.SIGKILL)

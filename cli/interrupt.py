@@ -1,0 +1,81 @@
+"""An interrupted command leaves nothing behind: Ctrl-C (SIGINT), SIGTERM (what `timeout`, a CI cancel or
+`kill` send) and SIGHUP (a closed terminal) each end every wait of the run at once (k8s/poll.cancel), stop the
+controllers the run started, remove what the harness made (scenarios/runner.clean) and exit 128 + the signal's
+number: 130, 143, 129.  During that cleanup SIGTERM and SIGHUP are ignored and a second Ctrl-C abandons it,
+saying which command removes what is left.
+
+    with cleaning_on_interrupt("scenario run", kubeconfig, context):
+        ... the command's work ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from typing import Iterator
+
+import click
+
+from k8s import poll
+from scenarios import runner
+from scenarios.controllers import stop_every_started
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal ended the run (a KeyboardInterrupt, so it unwinds like Ctrl-C: no `except Exception` stops it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def exit_code(signum: int) -> int:
+    """The shell's convention for a process ended by a signal: 128 + its number."""
+    return 128 + signum
+
+
+def _raise(signum, frame) -> None:
+    poll.cancel()                     # every wait of every thread ends now; this thread unwinds from here
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | None) -> Iterator[None]:
+    """Run the block; on SIGINT, SIGTERM or SIGHUP stop what it started, remove what the harness made on the
+    cluster (kubeconfig, context) and exit 128 + the signal's number."""
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        signal.signal(s, _raise)
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        _clean_up(command, kubeconfig, context, signum)
+        sys.exit(exit_code(signum))
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _clean_up(command: str, kubeconfig: str | None, context: str | None, signum: int) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    poll.resume()                     # the cleanup's own waits wait
+    say = lambda line: click.echo(line, err=True)      # noqa: E731
+    say(f"\n{command}: interrupted ({signal.Signals(signum).name}); stopping the controllers it started and "
+        "removing what the harness made (Ctrl-C again abandons this)")
+    try:
+        stopped = stop_every_started()
+        if stopped:
+            say(f"  stopped: {', '.join(stopped)}")
+        ctx = runner.make_context(kubeconfig, context, True)
+        removed, left = runner.clean(ctx, say=say)
+        say(f"  {len(removed)} object(s) removed; left behind: {', '.join(left) if left else 'nothing'}")
+    except KeyboardInterrupt:
+        say(f"  cleanup abandoned: `{runner.CLEAN_COMMAND}` removes what is left")
+    except (runner.NoCluster, Exception) as e:     # a dead apiserver: say so, exit as interrupted all the same
+        say(f"  cleanup failed ({type(e).__name__}: {e}): `{runner.CLEAN_COMMAND}` removes what is left")

@@ -1,0 +1,109 @@
+"""Interrupted runs leave nothing behind (cli/interrupt.py, scenarios/runner.clean): each long-running command is
+started on the real cluster and sent SIGINT, SIGTERM or SIGHUP at a random moment of its run, five times per
+command (20 interrupts in all); each time it must exit 128 + the signal's number, and leave no object the harness
+made (runner.made_by_harness: Jobs, Workloads, requests, nodes, the scenarios' Kueue objects and TauClusters, the
+probes' objects), judged at its exit and over a window after it (nothing comes back: no autoscaler of its still
+runs), and no process of its own (the controllers it started, itself).  The moments come from a seeded random
+generator; the seed is printed, and TAU_DEMO_INTERRUPT_SEED replays a run."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from k8s.resources import JOB, NODE, PROVREQ, WORKLOAD
+from k8s.tape import Tape
+from scenarios import runner
+
+from tests.cluster.conftest import REPO
+
+SEED = int(os.environ.get("TAU_DEMO_INTERRUPT_SEED", str(int(time.time()) % 100000)))
+INTERRUPTS = 5                       # per command: 20 in all
+EARLIEST, LATEST = 1.0, 25.0         # seconds into the run: from its start (controllers starting) to deep in its work
+EXIT_TIMEOUT = 240.0                 # seconds for an interrupted command to clean up and exit
+WINDOW = 5.0                         # seconds after its exit in which nothing it made may come back
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+# Each command as a user runs it, long enough that every moment above falls inside its run.
+COMMANDS = {
+    "scenario run": ["scenario", "run", "all", "--auto"],
+    "kueue-specs": ["kueue-specs", "--autoscaler", "fake"],          # one autoscaler: no results table written
+    "conformance": ["conformance", "--autoscaler", "fake"],          # one autoscaler: no report written
+    "race soak": ["race", "soak", "--runs", "30"],
+}
+
+
+def ours(kubeconfig: str) -> set[int]:
+    """The live processes of the project's command line that talk to this cluster: the controllers (`python -m
+    cli ...  --kubeconfig KC`) and the commands (`tau-demo ... --kubeconfig KC`)."""
+    out = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and kubeconfig in argv and any(a == "cli" or a.endswith("tau-demo") for a in argv):
+            out.add(int(proc.name))
+    return out
+
+
+def interrupt_once(kubeconfig: str, name: str, sig: int, moment: float, log: Path) -> tuple[int, str]:
+    """Run the command, send `sig` `moment` seconds in; its exit code and output.  pytest.fail if it ended by
+    itself before the moment (then the test would interrupt nothing)."""
+    argv = [str(REPO / ".venv/bin/tau-demo"), *COMMANDS[name], "--kubeconfig", kubeconfig]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        try:
+            proc.wait(moment)
+            pytest.fail(f"{name} ended by itself (exit {proc.returncode}) before {moment:.1f}s:\n"
+                        f"{log.read_text(errors='replace')[-3000:]}")
+        except subprocess.TimeoutExpired:
+            pass
+        proc.send_signal(sig)
+        try:
+            code = proc.wait(EXIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"{name} did not exit within {EXIT_TIMEOUT:.0f}s of {signal.Signals(sig).name}:\n"
+                        f"{log.read_text(errors='replace')[-3000:]}")
+    return code, log.read_text(errors="replace")
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_an_interrupted_command_exits_as_interrupted_and_leaves_nothing(name, kubeconfig, k, no_autoscaler,
+                                                                         tmp_path):
+    rng = random.Random(f"{SEED}-{name}")
+    print(f"\n[interrupts] {name}: seed {SEED} (TAU_DEMO_INTERRUPT_SEED replays it)", file=sys.stderr)
+    ctx = runner.make_context(kubeconfig, None, True)
+    assert runner.made_by_harness(ctx) == [], "the cluster is clean before the first interrupt"
+    before = ours(kubeconfig)
+    for i in range(INTERRUPTS):
+        sig, moment = SIGNALS[(i + list(COMMANDS).index(name)) % len(SIGNALS)], rng.uniform(EARLIEST, LATEST)
+        what = f"{name}, {signal.Signals(sig).name} at {moment:.1f}s (interrupt {i + 1} of {INTERRUPTS})"
+        code, output = interrupt_once(kubeconfig, name, sig, moment, tmp_path / f"{i}.log")
+        print(f"[interrupts] {what}: exit {code}; {output.strip().splitlines()[-1] if output.strip() else ''}",
+              file=sys.stderr)
+        assert code == 128 + sig, f"{what}: exit {code}, not {128 + sig}:\n{output[-3000:]}"
+        assert "interrupted (" in output, f"{what}: it did not say it was interrupted:\n{output[-3000:]}"
+        # at its exit and over the window after it: nothing it made is there, nothing comes back
+        with Tape(k, (JOB, WORKLOAD, PROVREQ, NODE)) as tape:
+            assert runner.made_by_harness(ctx) == [], f"{what}: left behind\n{output[-3000:]}"
+            time.sleep(WINDOW)
+            left = runner.made_by_harness(ctx)
+        added = [f"{o.get('kind')} {o['metadata']['name']}" for _, typ, o in tape.changes if typ == "ADDED"]
+        assert not added and not left, f"{what}: made after its exit: {added}; there at the window's end: {left}"
+        running = ours(kubeconfig) - before
+        assert not running, f"{what}: processes left running: {sorted(running)}\n{output[-3000:]}"

@@ -1,0 +1,108 @@
+"""An interrupt ends every wait at once and the command exits as interrupted (cli/interrupt.py, k8s/poll.py): the
+waits on plain threads, the exit codes, and the whole path with real signals sent to a real child process (its
+cluster does not answer, so its cleanup says it failed and names `tau-demo clean`; the exit code is the signal's
+all the same)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from cli.interrupt import exit_code
+from k8s import poll
+from scenarios.runner import CLEAN_COMMAND
+
+from k8s.paths import REPO
+
+
+@pytest.fixture(autouse=True)
+def resumed():
+    poll.resume()
+    yield
+    poll.resume()
+
+
+def test_a_wait_in_another_thread_ends_as_soon_as_the_process_is_interrupted():
+    ended: list = []
+
+    def waiter():
+        t0 = time.monotonic()
+        try:
+            poll.until(lambda: False, 60, "nothing", interval=5)
+        except poll.Cancelled:
+            ended.append(time.monotonic() - t0)
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.2)
+    assert not ended, "the wait waits until the interrupt"
+    poll.cancel()
+    t.join(2)
+    assert ended and ended[0] < 1.5, ended       # within its 5 s sleep, not at its end
+
+
+def test_a_cancelled_wait_is_no_exception_a_scenario_would_swallow_and_resume_makes_waits_wait_again():
+    poll.cancel()
+    with pytest.raises(poll.Cancelled):
+        try:
+            poll.eventually(lambda: False, 10, 0.1)
+        except Exception:          # what run_one and the scenarios catch: not an interrupt
+            pytest.fail("Cancelled was taken for an Exception")
+    assert poll.cancelled()
+    poll.resume()
+    assert not poll.cancelled()
+    t0 = time.monotonic()
+    assert poll.eventually(lambda: False, 0.3, 0.1) is False
+    assert time.monotonic() - t0 >= 0.3, "it waited its whole time again"
+
+
+def test_an_explicit_sleep_is_not_cancelled():
+    # a stop (procs.stop) passes time.sleep: what an interrupt does itself is not cut short
+    poll.cancel()
+    calls = []
+    assert poll.eventually(lambda: calls.append(1) or len(calls) >= 3, 5, 0.01, sleep=time.sleep)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_the_exit_code_is_the_shells_for_the_signal(sig, code):
+    assert exit_code(sig) == code
+
+
+CHILD = textwrap.dedent("""
+    import sys, threading
+    from k8s import poll
+    from cli.interrupt import cleaning_on_interrupt
+    ended = []
+    def waiter():
+        try:
+            poll.until(lambda: False, 60, "nothing", interval=1)
+        except poll.Cancelled:
+            ended.append(1)
+    t = threading.Thread(target=waiter)
+    t.start()
+    try:
+        with cleaning_on_interrupt("the child", sys.argv[1], None):
+            print("ready", flush=True)
+            poll.until(lambda: False, 60, "nothing")
+    finally:
+        t.join(5)
+        print("thread ended" if ended else "thread still waiting", flush=True)
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_ends_the_run_and_its_threads_waits_and_exits_with_its_code(sig, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "no-such-kubeconfig")], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 128 + sig, out
+    assert f"the child: interrupted ({signal.Signals(sig).name})" in out, out
+    assert "thread ended" in out, out
+    assert f"`{CLEAN_COMMAND}` removes what is left" in out, out      # its cluster did not answer: it says so
