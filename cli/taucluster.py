@@ -25,6 +25,8 @@ def taucluster_cmd(kube_client, kubeconfig, resync, workers):
     takes over compatible objects an administrator made (adds its labels only) and reports
     incompatible ones with the fields that differ.  External: writes only the TauCluster's
     status.  Each profile's status says ProvisioningReady with a reason (docs/taucluster.md).
+    A profile naming an object that another TauCluster holds (the one whose label it carries,
+    else the oldest) is refused, reason Conflict, and writes nothing.
     """
     try:
         k = kube_client.connect()

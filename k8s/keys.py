@@ -159,6 +159,7 @@ TAUCLUSTER_FINALIZER = _P + "taucluster-cleanup"                     # Manage de
 TAUCLUSTER_LEASE = "taucluster"                                      # the controller's heartbeat
 DEMO_TAUCLUSTER = "demo"                                             # the demo cluster's (manifests/taucluster-demo.yaml)
 PROVISIONING_READY = "ProvisioningReady"                             # the TauCluster's condition, per profile
+TAUCLUSTER_CONFLICT = "Conflict"                                     # its reason: another claim holds an object
 
 # ---------------------------------------------------------------------------- the fake autoscaler's marks
 _F = "fake-ca.tau-demo.io/"

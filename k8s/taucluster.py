@@ -57,7 +57,7 @@ class Reading:
 
 def claimant(tauclusters: list[Obj], profile: str, namespace: str) -> Obj | None:
     """The TauCluster that sets `profile` up in `namespace`: of those that name it, one whose status says it is
-    ready, else the oldest (two cannot both hold a profile: the later one reports ClaimedByAnotherTauCluster)."""
+    ready, else the oldest (two cannot both hold a profile: the controller refuses the later claim, reason Conflict)."""
     named = [tc for tc in tauclusters if serves(tc, profile, namespace) and not meta(tc).get("deletionTimestamp")]
     ready = [tc for tc in named if (ready_condition(tc, profile) or {}).get("status") == "True"]
     pool = ready or named

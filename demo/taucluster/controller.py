@@ -1,13 +1,15 @@
 """The TauCluster controller: observe (informer caches of the TauClusters and of the five kinds of Kueue object a
 profile stands for) → decide (plan.py, pure) → apply (k8s.client).
 
-Keyed by TauCluster name, a few workers, never one key on two at once.  A change to any Kueue object of those
-kinds enqueues every TauCluster (there are few; each reconcile reads only the caches), so drift is put back
-within a watch event.  Every write is guarded: an update or an adoption by the resourceVersion the plan read
-(a 409 means the cache was stale: the key is looked at again), a delete by uid and resourceVersion.  The
-status is written only when it changed.  A TauCluster not in External mode carries a finalizer, so that its
-deletion first deletes what it made (Manage) and gives back what it adopted.  Nothing is decided before the
-caches synced; after a restart (or `kill -9`) the caches are the whole truth, so it converges from there.
+Keyed by TauCluster name, a few workers, never one key on two at once.  Who may write an object is decided over
+every TauCluster's profiles (plan.refusals: one holder per object; the other claims are refused, Conflict, and
+write nothing), so a change to a TauCluster, like a change to any Kueue object of those kinds, enqueues every
+TauCluster (there are few; each reconcile reads only the caches), and drift is put back within a watch event.
+Every write is guarded: an update or an adoption by the resourceVersion the plan read (a 409 means the cache was
+stale: the key is looked at again), a delete by uid and resourceVersion.  The status is written only when it
+changed.  A TauCluster not in External mode carries a finalizer, so that its deletion first deletes what it made
+(Manage) and gives back what it adopted.  Nothing is decided before the caches synced; after a restart (or
+`kill -9`) the caches are the whole truth, so it converges from there.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ class TauClusterController:
                  clock: Callable[[], datetime] = utcnow):
         self.k, self.workers, self.resync, self.now = k, workers, resync, clock
         self.queue = queue if queue is not None else WorkQueue()
-        self.tauclusters = Store(on_change=lambda _t, obj: self.queue.add(name_of(obj)), on_sync=self._enqueue_all)
+        # a TauCluster's change may change who holds what (plan.refusals): every TauCluster is looked at again
+        self.tauclusters = Store(on_change=lambda _t, obj: (self.queue.add(name_of(obj)), self._enqueue_all()),
+                                 on_sync=self._enqueue_all)
         self.kueue = {kind: Store(on_change=lambda _t, _o: self._enqueue_all(), on_sync=self._enqueue_all)
                       for kind in KINDS}
 
@@ -78,7 +82,8 @@ class TauClusterController:
             if tc is None:
                 return 0.2
         by_key = {P.key(o): o for o in found}
-        plans = [P.plan_profile(mode, name, p, by_key) for p in profiles]
+        refused = P.refusals(self.tauclusters.items(), by_key)      # every TauCluster's claims, from the caches
+        plans = [P.plan_profile(mode, name, p, by_key, refused.get((name, p.name), ())) for p in profiles]
         writes = P.once([w for pl in plans for w in pl.actions])       # profiles may share a check and its config
         if mode == MODE_MANAGE:
             writes += P.stale(name, [o for p in profiles for o in objects(p, name)], found)

@@ -7,8 +7,14 @@
   nothing and deletes nothing.
 - **External** writes nothing: it only says whether the objects found are what the profile needs.
 
-In every mode an object another TauCluster marked as its own is left alone and the profile is not ready: two
-TauClusters cannot claim one profile.  Readiness (`ProvisioningReady`) is True only when every object is there as
+**Claims** (`refusals()`): every profile of every TauCluster claims the objects it names, and each object has one
+holder: the TauCluster whose label it carries, if that one still claims it, else the earliest claim (the TauCluster's
+creationTimestamp, then its name, then the profile's place in its spec): a rule over what is stored, so it reads the
+same after a restart.  A profile is refused (`Conflict`) when it names an object that another TauCluster holds (even
+with the same contents: an object has one TauCluster, whose labels say whose it is and who deletes it), or that an
+earlier profile of its own TauCluster sets up otherwise (the CRD refuses that one already); a refused profile writes
+nothing at all.  So no object is ever set up by two claims in turn.  An object another TauCluster marked as its own
+is left alone in every mode too.  Readiness (`ProvisioningReady`) is True only when every object is there as
 wanted, the AdmissionCheck is Active and the ClusterQueue is Active; otherwise the first reason found, with a
 message naming the objects.
 """
@@ -16,21 +22,21 @@ message naming the objects.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from k8s.keys import (ACTIVE, MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROVISIONING_READY, TAUCLUSTER_ADOPTED_ANNOTATION,
-                      TAUCLUSTER_LABEL, TAUCLUSTER_PROFILE_LABEL)
-from k8s.objects import Obj, annotations, condition, deleting, labels, meta
+                      TAUCLUSTER_CONFLICT, TAUCLUSTER_LABEL, TAUCLUSTER_PROFILE_LABEL)
+from k8s.objects import Obj, annotations, condition, deleting, labels, meta, spec
 from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE
 
-from .profile import Profile, differences, marks, objects
+from .profile import BadProfile, Profile, differences, divergences, marks, objects, parse_all
 
 MODES = (MODE_MANAGE, MODE_ADOPT, MODE_EXTERNAL)
 Key = tuple[str, str, str]                  # (kind, namespace or "", name)
 
 # the reasons of ProvisioningReady, in the order a profile's problems are reported
 READY = "Ready"
-CLAIMED = "ClaimedByAnotherTauCluster"
+CLAIMED = TAUCLUSTER_CONFLICT          # an object of the profile is another claim's (was ClaimedByAnotherTauCluster)
 NOT_OURS = "NotMadeByThisTauCluster"
 MISSING = "ObjectMissing"
 INCOMPATIBLE = "IncompatibleObject"
@@ -91,10 +97,14 @@ def _adopted(found: Obj, taucluster: str, profile: Profile) -> Obj:
                         {**annotations(found), TAUCLUSTER_ADOPTED_ANNOTATION: "true"})
 
 
-def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Key, Obj]) -> ProfilePlan:
-    """The writes for one profile and its readiness, from the objects found under the profile's names."""
+def plan_profile(mode: str, taucluster: str, profile: Profile, found: Mapping[Key, Obj],
+                 refused: Sequence[str] = ()) -> ProfilePlan:
+    """The writes for one profile and its readiness, from the objects found under the profile's names; `refused`:
+    why its claims are refused (refusals()), and then it writes nothing."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: must be one of {', '.join(MODES)}")
+    if refused:
+        return ProfilePlan(profile.name, (), Ready(False, CLAIMED, "; ".join(refused)))
     actions: list[SetupWrite] = []
     problems: dict[str, list[str]] = {}
     for want in objects(profile, taucluster):
@@ -219,3 +229,77 @@ def once(writes: list[SetupWrite]) -> list[SetupWrite]:
             seen.add((w.verb, key(w.obj)))
             out.append(w)
     return out
+
+
+# ---------------------------------------------------------------------------------------------- claims
+
+@dataclass(frozen=True)
+class Claim:
+    """A profile's claim on one Kueue object: the object it wants and its place in line."""
+    taucluster: str
+    created: str            # the TauCluster's creationTimestamp (RFC 3339, in one format: it sorts as text)
+    index: int              # the profile's place in its TauCluster's spec.profiles
+    profile: str
+    want: Obj
+    slot: int = 0           # the object's place among its profile's objects (the order they are made in)
+
+    @property
+    def order(self) -> tuple[str, str, int]:
+        return self.created, self.taucluster, self.index
+
+
+def claims(tauclusters: list[Obj]) -> list[Claim]:
+    """Every claim of every TauCluster that is not being deleted (one being deleted gives its objects up) and whose
+    profiles read (a TauCluster refused as invalid does nothing, so it holds nothing)."""
+    out = []
+    for tc in tauclusters:
+        if deleting(tc):
+            continue
+        try:
+            profiles = parse_all(spec(tc).get("profiles"))
+        except BadProfile:
+            continue
+        name, created = str(meta(tc).get("name")), str(meta(tc).get("creationTimestamp") or "")
+        out += [Claim(name, created, i, p.name, want, slot) for i, p in enumerate(profiles)
+                for slot, want in enumerate(objects(p, name))]
+    return out
+
+
+def _contrast(mine: Obj, theirs: Obj, whose: str) -> list[str]:
+    """The fields in which two wanted objects differ, either way ("spec.x: profile a wants 16, this one 32")."""
+    seen = {path: (have, want) for path, want, have in divergences(mine, theirs)}
+    for path, want, have in divergences(theirs, mine):
+        seen.setdefault(path, (want, have))
+    return [f"{path}: {whose} wants {t!r}, this profile {m!r}" for path, (t, m) in seen.items()]
+
+
+def refusals(tauclusters: list[Obj], found: Mapping[Key, Obj]) -> dict[tuple[str, str], list[str]]:
+    """(TauCluster, profile) -> why its claims are refused, one line per object it may not have; a profile not in it
+    is not refused.  Each object's holder: the claimant whose label the object found carries, else the earliest claim
+    (creationTimestamp, name, place in its spec).  Refused: a claim of another TauCluster than the holder, whatever
+    it wants, and a claim of the holder's own TauCluster that wants the object otherwise than its first claim does
+    (profiles of one TauCluster may share an object that they want alike: the walkthrough's lanes share a check)."""
+    by_key: dict[Key, list[Claim]] = {}
+    for c in sorted(claims(tauclusters), key=lambda c: c.order):
+        by_key.setdefault(key(c.want), []).append(c)
+    out: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for k, line in by_key.items():
+        if len({c.taucluster for c in line}) == 1 and len({c.profile for c in line}) == 1:
+            continue
+        labelled = owner(found.get(k))
+        holder = labelled if any(c.taucluster == labelled for c in line) else line[0].taucluster
+        first = next(c for c in line if c.taucluster == holder)
+        for c in line:
+            if c is first:
+                continue
+            what, diffs = describe(c.want), _contrast(c.want, first.want, f"profile {first.profile}")
+            if c.taucluster != holder:
+                why = (f"{what} is TauCluster {holder}'s (its profile {first.profile} holds it); " +
+                       (f"this profile wants it otherwise: {'; '.join(diffs)}" if diffs else
+                        "this profile wants it alike, but an object is held by one TauCluster"))
+            elif diffs:
+                why = f"{what} is set up by profile {first.profile} of this TauCluster otherwise: {'; '.join(diffs)}"
+            else:
+                continue
+            out.setdefault((c.taucluster, c.profile), []).append((c.slot, why))
+    return {who: [why for _, why in sorted(lines)] for who, lines in out.items()}

@@ -21,6 +21,7 @@ from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_C
 CLASSES = (BEST_EFFORT_ATOMIC, CHECK_CAPACITY)       # the classes Kueue's check can ask for, both atomic-capable
 TOPOLOGY_DETAIL = "topology-domain"                  # the provisioningClassDetails key the autoscaler fills
 CPU_QUOTA, MEMORY_QUOTA = "256", "2Ti"               # the ClusterQueue's other covered resources (not limiting)
+MAX_GPU_QUOTA = 100_000                              # a profile's gpuQuota at most (the CRD's `maximum` says it too)
 
 
 class BadProfile(ValueError):
@@ -78,6 +79,8 @@ def parse_profile(raw: Obj, where: str = "spec.profiles[0]") -> Profile:
     quota = raw.get("gpuQuota")
     if not isinstance(quota, int) or isinstance(quota, bool) or quota < 0:
         raise BadProfile(f"{where}.gpuQuota: must be a whole number of GPUs, 0 or more, got {quota!r}")
+    if quota > MAX_GPU_QUOTA:
+        raise BadProfile(f"{where}.gpuQuota: must be {MAX_GPU_QUOTA} GPUs at most, got {quota!r}")
     provisioning_class = raw.get("provisioningClass", BEST_EFFORT_ATOMIC)
     if provisioning_class not in CLASSES:
         raise BadProfile(f"{where}.provisioningClass: must be one of {', '.join(CLASSES)}, got {provisioning_class!r}")
@@ -153,20 +156,25 @@ def objects(profile: Profile, taucluster: str) -> list[Obj]:
 def differences(want: Obj, have: Obj, path: str = "spec") -> list[str]:
     """The fields of `want` under `path` that `have` does not hold as wanted ("spec.resourceGroups[0]...: want X,
     have Y"); fields only `have` sets (the apiserver's defaults) are not differences."""
+    return [f"{where}: want {w!r}, have {h!r}" for where, w, h in divergences(want, have, path)]
+
+
+def divergences(want: Obj, have: Obj, path: str = "spec") -> list[tuple[str, object, object]]:
+    """differences() as (field, wanted value, value held)."""
     return _diff(want.get(path), have.get(path), path)
 
 
-def _diff(want: object, have: object, path: str) -> list[str]:
+def _diff(want: object, have: object, path: str) -> list[tuple[str, object, object]]:
     if isinstance(want, dict):
         if not isinstance(have, dict):
-            return [f"{path}: want {want!r}, have {have!r}"]
+            return [(path, want, have)]
         return [d for key, value in want.items() for d in _diff(value, have.get(key), f"{path}.{key}")]
     if isinstance(want, list):
         if not isinstance(have, list) or len(have) != len(want):
-            return [f"{path}: want {want!r}, have {have!r}"]
+            return [(path, want, have)]
         return [d for i, (a, b) in enumerate(zip(want, have)) for d in _diff(a, b, f"{path}[{i}]")]
     if (want != have or type(want) is not type(have)) and not _same_quantity(want, have):
-        return [f"{path}: want {want!r}, have {have!r}"]
+        return [(path, want, have)]
     return []
 
 

@@ -3,7 +3,10 @@ up` runs `tau-demo taucluster` as its ServiceAccount): the demo's TauCluster is 
 ServiceAccount may do what the controller needs and nothing more; the group `taucluster` (scenarios/taucluster.py:
 Manage, Adopt with a running Job, External with the audit log, a mode switch, two claims); a `kill -9` while it makes
 a profile, after which it converges from the cluster's state alone; while it is down preflight checks the objects
-itself and says why; and a cluster without the CRD or an apiserver that does not answer get a clear error."""
+itself and says why; two TauClusters naming one ClusterQueue, otherwise and alike: the later refused (Conflict) and
+the queue never written meanwhile (its resourceVersions counted by a watch), the same after a restart, the later
+taking over once the first is deleted; and a cluster without the CRD or an apiserver that does not answer get a clear
+error."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,12 +28,13 @@ from demo.taucluster import plan as P
 from demo.taucluster.profile import objects, parse_profile
 from k8s import heartbeat
 from k8s import taucluster as tauclusters_
-from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS, TAUCLUSTER_LABEL,
-                      TAUCLUSTER_LEASE)
-from k8s.objects import labels, meta
+from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, MODE_ADOPT, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS,
+                      TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
+from k8s.objects import labels, meta, spec
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR,
                            SUBJECT_ACCESS_REVIEW, TAUCLUSTER)
 from k8s.paths import REPO
+from k8s.watch import Watch
 from scenarios import catalogue
 from scenarios.taucluster import profile_raw
 from tests.cluster.conftest import wait_for
@@ -133,3 +138,95 @@ def test_an_apiserver_that_does_not_answer_is_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, "-m", "cli", "taucluster", "--kubeconfig", str(kubeconfig)],
                        capture_output=True, text=True, timeout=60, cwd=REPO)
     assert r.returncode == 1 and "Error: cannot reach the cluster" in r.stderr, r.stderr
+
+
+WINDOW = 6.0            # seconds a contested object is watched for writes
+MOST_WRITES = 2         # in a window, by anyone: none of ours (no spec, no label), Kueue's status writes at most
+
+
+class Writes:
+    """Every change to one ClusterQueue, as a watch sees it (each is a new resourceVersion)."""
+
+    def __init__(self, k, name: str):
+        self.name, self.seen = name, []
+        self.watch = Watch(k, CLUSTER_QUEUE, self._on)
+
+    def _on(self, typ, obj) -> None:
+        if meta(obj).get("name") == self.name:
+            self.seen.append((str(typ), meta(obj).get("resourceVersion"), meta(obj).get("generation"),
+                              dict(labels(obj)), spec(obj)))
+
+    def __enter__(self):
+        self.watch.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.watch.__exit__(*exc)
+
+    def over_a_window(self, before) -> list:
+        """Watch for WINDOW seconds; the changes seen from the start, each checked to be no write of a spec or a
+        label (the object `before` as it was)."""
+        time.sleep(WINDOW)
+        ours = [s for s in self.seen if s[0] != "MODIFIED" or s[2] != meta(before).get("generation")
+                or s[3] != labels(before) or s[4] != spec(before)]
+        assert not ours, f"ClusterQueue {self.name} written meanwhile: {ours}"
+        assert len(self.seen) <= MOST_WRITES, f"ClusterQueue {self.name}: {len(self.seen)} writes in {WINDOW}s"
+        return self.seen
+
+
+def condition_of(k, tc: str, profile: str) -> dict:
+    return tauclusters_.ready_condition(k.get(TAUCLUSTER, tc), profile) or {}
+
+
+def test_two_tauclusters_naming_one_cluster_queue_the_later_is_refused_and_the_queue_never_fought_over(
+        k, controller, unique):
+    """The later claim (by creationTimestamp; the queue already carries the first's label) is refused with Conflict,
+    naming the first TauCluster, its profile, the queue and the fields; it writes nothing at all; nobody writes the
+    queue over a window, nor after the controller restarts; deleting the first lets the later take over; a third
+    TauCluster wanting the queue exactly as the holder does is refused all the same."""
+    a, b = profile_raw(f"cqa{unique}"), profile_raw(f"cqb{unique}")
+    b.update(clusterQueue=a["clusterQueue"], gpuQuota=a["gpuQuota"] * 2)
+    pa, pb = parse_profile(a), parse_profile(b)
+    first, second, third = f"tc-first{unique}", f"tc-second{unique}", f"tc-third{unique}"
+    cq = pa.cluster_queue
+    k.create(TAUCLUSTER, TAUCLUSTER.new(first, spec={"mode": MODE_MANAGE, "profiles": [a]}))
+    wait_for(lambda: condition_of(k, first, pa.name).get("status") == "True", 60, what=f"{first} ready")
+    before = k.get(CLUSTER_QUEUE, cq)
+    with Writes(k, cq) as writes:
+        k.create(TAUCLUSTER, TAUCLUSTER.new(second, spec={"mode": MODE_MANAGE, "profiles": [b]}))
+        wait_for(lambda: condition_of(k, second, pb.name).get("reason") == P.CLAIMED, 30, what=f"{second} refused")
+        said = condition_of(k, second, pb.name)
+        quota = "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota"
+        assert said["status"] == "False" and said["reason"] == "Conflict" and said["message"].startswith(
+            f"ClusterQueue {cq} is TauCluster {first}'s (its profile {pa.name} holds it); this profile wants it "
+            f"otherwise: ") and f"{quota}: profile {pa.name} wants '16', this profile '32'" in said["message"], said
+        writes.over_a_window(before)
+        assert condition_of(k, first, pa.name).get("status") == "True"
+        mine = [o for o in objects(pb, second) if P.key(o) != P.key(before)]
+        assert not [P.describe(o) for o in mine if k.get_or_none(KINDS[o["kind"]], meta(o)["name"],
+                                                                  meta(o).get("namespace"))], "the refused one wrote"
+        # the decision is the stored objects': the same after a restart
+        assert setup.stop_controller(controller) and setup.start_controller(controller)
+        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the restarted controller's heartbeat")
+        writes.over_a_window(before)
+        assert condition_of(k, second, pb.name) == said and condition_of(k, first, pa.name).get("status") == "True"
+    # the first goes: the later claim takes the queue over, as it wants it
+    k.delete(TAUCLUSTER, first)
+    wait_for(lambda: condition_of(k, second, pb.name).get("status") == "True", 90, what=f"{second} taking over")
+    taken = k.get(CLUSTER_QUEUE, cq)
+    assert labels(taken).get(TAUCLUSTER_LABEL) == second and not P.differences(objects(pb, second)[3], taken)
+    # a third wants the queue (and all the rest) exactly as the second does: refused all the same
+    with Writes(k, cq) as writes:
+        k.create(TAUCLUSTER, TAUCLUSTER.new(third, spec={"mode": MODE_ADOPT, "profiles": [b]}))
+        wait_for(lambda: condition_of(k, third, pb.name).get("reason") == P.CLAIMED, 30, what=f"{third} refused")
+        said = condition_of(k, third, pb.name)
+        assert said["status"] == "False" and said["message"].startswith(
+            f"ResourceFlavor {pb.flavor} is TauCluster {second}'s (its profile {pb.name} holds it); this profile wants "
+            "it alike, but an object is held by one TauCluster; "), said
+        writes.over_a_window(taken)
+        assert condition_of(k, second, pb.name).get("status") == "True"
+    for name in (third, second):
+        k.delete(TAUCLUSTER, name)
+    wait_for(lambda: not any(k.get_or_none(TAUCLUSTER, n) for n in (first, second, third)) and not any(
+        k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace"))
+        for o in objects(pa, first) + objects(pb, second)), 90, what="all deleted clean")

@@ -1,7 +1,9 @@
 """The TauCluster CRD (manifests/taucluster-crd.yaml) on the real kube-apiserver: it is Established, a good
 TauCluster is accepted with its defaults filled in and read back by demo/taucluster/profile.py, and each bad one
-is refused by the apiserver itself with a message naming the field (server-side dry runs: nothing is stored).
-`cluster up` installs the CRD (demo/cluster/install.py); no test removes it."""
+is refused by the apiserver itself with a message naming the field (server-side dry runs: nothing is stored):
+among them profiles of one TauCluster that name one Kueue object otherwise (its CEL rules), and a GPU quota above the
+bound; profiles that name one object alike are accepted.  `cluster up` installs the CRD (demo/cluster/install.py);
+no test removes it."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import copy
 
 import pytest
 
-from demo.taucluster.profile import parse_all
+from demo.taucluster.profile import MAX_GPU_QUOTA, RetryStrategy, parse_all
 from k8s.errors import ApiError
 from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, PROFILE
 from k8s.resources import TAUCLUSTER
@@ -24,6 +26,25 @@ def with_profile(**changes) -> dict:
     obj = copy.deepcopy(GOOD)
     obj["spec"]["profiles"][0].update(changes)
     return obj
+
+
+def with_second(**changes) -> dict:
+    """GOOD and a second profile: GOOD's, named `other`, with names of its own unless `changes` give GOOD's."""
+    obj = copy.deepcopy(GOOD)
+    first = obj["spec"]["profiles"][0]
+    second = {**copy.deepcopy(first), "name": "other", "clusterQueue": "other-cq", "admissionCheck": "other-check",
+              "flavor": {"name": "other-flavor", "nodeLabels": {"agentpool": "otherpool"}}, **changes}
+    obj["spec"]["profiles"].append(second)
+    return obj
+
+
+SAME_QUEUE = ("spec.profiles: Invalid value: profiles that name one clusterQueue must give it the same "
+              "flavor.name, gpuQuota and admissionCheck: a ClusterQueue has one spec")
+SAME_FLAVOR = ("spec.profiles: Invalid value: profiles that name one flavor.name must give it the same "
+               "nodeLabels and tolerations: a ResourceFlavor has one spec")
+SAME_CHECK = ("spec.profiles: Invalid value: profiles that name one admissionCheck must give it the same "
+              "provisioningClass and retryStrategy: its ProvisioningRequestConfig has one spec")
+FLAVOR = GOOD["spec"]["profiles"][0]["flavor"]
 
 
 def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_profile(k, taucluster_crd):
@@ -54,10 +75,40 @@ def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_p
                                     'body should match'),
     (with_profile(namespaces=[]), "spec.profiles[0].namespaces: Invalid value: 0: spec.profiles[0].namespaces in "
                                   "body should have at least 1 items"),
+    (with_profile(gpuQuota=MAX_GPU_QUOTA + 1),
+     "spec.profiles[0].gpuQuota: Invalid value: 100001: spec.profiles[0].gpuQuota in body should be less than or "
+     "equal to 100000"),
+    # two profiles of one TauCluster naming one Kueue object, otherwise
+    (with_second(clusterQueue=DEMO_CLUSTER_QUEUE), SAME_QUEUE),                      # another flavor and check
+    (with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR, gpuQuota=32), SAME_QUEUE),
+    (with_second(flavor={"name": "a100-scale", "nodeLabels": {"agentpool": "otherpool"}}), SAME_FLAVOR),
+    (with_second(flavor={**FLAVOR, "tolerations": [{"key": "sku", "operator": "Exists"}]}), SAME_FLAVOR),
+    (with_second(admissionCheck=CHECK_NAME, provisioningClass="check-capacity.autoscaling.x-k8s.io"), SAME_CHECK),
+    (with_second(admissionCheck=CHECK_NAME, retryStrategy={"backoffLimitCount": 5}), SAME_CHECK),
 ], ids=["unknown-mode", "profile-twice", "no-profile", "negative-quota", "quota-not-a-number", "another-class",
-        "max-below-base", "bad-name", "no-namespace"])
+        "max-below-base", "bad-name", "no-namespace", "quota-above-the-bound", "one-queue-other-flavor-and-check",
+        "one-queue-other-quota", "one-flavor-other-labels", "one-flavor-other-tolerations", "one-check-other-class",
+        "one-check-other-retries"])
 def test_a_bad_taucluster_is_refused_by_the_apiserver_naming_its_field(k, taucluster_crd, obj, message):
     with pytest.raises(ApiError) as e:
         k.create(TAUCLUSTER, obj, dry_run=True)
     assert e.value.status == 422, e.value
     assert message in e.value.message, e.value.message
+
+
+
+def test_profiles_that_name_one_object_alike_are_accepted_and_the_quota_bound_itself_is(k, taucluster_crd):
+    """The walkthrough's lanes share the demo's check and its config; two LocalQueue names may share one queue; two
+    profiles one flavor (no tolerations and an empty list are alike); an omitted retryStrategy is the one the
+    controller reads (the CRD's defaults are RetryStrategy's)."""
+    lanes = with_second(admissionCheck=CHECK_NAME)                  # neither profile says its retryStrategy
+    for obj in (lanes, with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR),
+                with_second(flavor=copy.deepcopy(FLAVOR)), with_second(flavor={**FLAVOR, "tolerations": []}),
+                with_second(admissionCheck=CHECK_NAME, retryStrategy={"backoffLimitCount": 2}),  # said, as defaulted
+                with_profile(gpuQuota=MAX_GPU_QUOTA)):
+        made = k.create(TAUCLUSTER, obj, dry_run=True)
+        assert len(parse_all(made["spec"]["profiles"])) == len(obj["spec"]["profiles"])
+    made = k.create(TAUCLUSTER, lanes, dry_run=True)
+    assert made["spec"]["profiles"][1]["retryStrategy"] == {"backoffLimitCount": 2, "backoffBaseSeconds": 5,
+                                                            "backoffMaxSeconds": 20}
+    assert parse_all(made["spec"]["profiles"])[1].retry == RetryStrategy()

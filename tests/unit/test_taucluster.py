@@ -1,7 +1,9 @@
 """A TauCluster's profiles as Kueue objects and what each mode does about the objects found (demo/taucluster/),
 on plain objects: the demo profile is exactly manifests/kueue-objects.yaml; every field a bad profile gets wrong is
 named; Manage creates, puts back and deletes only its own; Adopt adds its labels to a compatible object and
-reports an incompatible one untouched; External writes nothing; two TauClusters cannot claim one profile."""
+reports an incompatible one untouched; External writes nothing; two TauClusters cannot claim one profile, and of any
+two claims on one object the later is refused (plan.refusals) and writes nothing; the CRD's bounds and defaults are
+the profile's."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import copy
 import pytest
 
 from demo.taucluster import plan as P
-from demo.taucluster.profile import BadProfile, Profile, RetryStrategy, differences, objects, parse_profile, parse_all
+from demo.taucluster.profile import (MAX_GPU_QUOTA, BadProfile, Profile, RetryStrategy, differences, objects,
+                                     parse_profile, parse_all)
 from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE,
                       MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROFILE, TAUCLUSTER_ADOPTED_ANNOTATION, TAUCLUSTER_LABEL,
                       TAUCLUSTER_PROFILE_LABEL)
@@ -73,6 +76,7 @@ def test_a_profile_reads_its_fields_and_defaults():
     assert [(o["kind"], o["metadata"].get("namespace")) for o in objects(q, TC)][-2:] == [
         ("LocalQueue", "a"), ("LocalQueue", "b")]
     assert demo(gpuQuota=0).gpu_quota == 0                                  # a queue without GPUs is allowed
+    assert demo(gpuQuota=MAX_GPU_QUOTA).gpu_quota == 100_000                # the bound itself is allowed
     assert demo(retryStrategy={"backoffBaseSeconds": 20}).retry == RetryStrategy(2, 20, 20)     # max == base will do
     assert parse_profile({**DEMO, "flavor": {"name": "f", "nodeLabels": {"a": "b"}}}).tolerations == ()
     assert "tolerations" not in objects(parse_profile({**DEMO, "flavor": {"name": "f", "nodeLabels": {"a": "b"}}}), TC)[0]["spec"]
@@ -95,6 +99,7 @@ def test_a_profile_reads_its_fields_and_defaults():
     ({"flavor": {"name": "f", "nodeLabels": {"a": "b"}, "tolerations": ["x"]}},
      "spec.profiles[0].flavor.tolerations: must be a list of tolerations, got ['x']"),
     ({"gpuQuota": -8}, "spec.profiles[0].gpuQuota: must be a whole number of GPUs, 0 or more, got -8"),
+    ({"gpuQuota": 100_001}, "spec.profiles[0].gpuQuota: must be 100000 GPUs at most, got 100001"),
     ({"gpuQuota": "16"}, "spec.profiles[0].gpuQuota: must be a whole number of GPUs, 0 or more, got '16'"),
     ({"gpuQuota": True}, "spec.profiles[0].gpuQuota: must be a whole number of GPUs, 0 or more, got True"),
     ({"retryStrategy": {"backoffBaseSeconds": 30}},
@@ -418,3 +423,150 @@ def test_profiles_that_share_a_check_and_its_config_make_them_once_and_both_read
     assert P.once([]) == [] and len(P.once(writes + writes)) == len(writes)
     assert P.once([P.SetupWrite("delete", writes[0].obj, "x"), writes[0]]) == [P.SetupWrite("delete", writes[0].obj,
                                                                                              "x"), writes[0]]
+
+
+# ---------------------------------------------------------------------------------------------- claims
+
+def taucluster(name: str, created: str, *profiles: dict, mode: str = MODE_MANAGE, going: bool = False) -> dict:
+    md = {"name": name, "creationTimestamp": created, **({"deletionTimestamp": created} if going else {})}
+    return {"kind": "TauCluster", "metadata": md,
+            "spec": {"mode": mode, "profiles": [copy.deepcopy(p) for p in profiles]}}
+
+
+def raw(**changes) -> dict:
+    return {**copy.deepcopy(DEMO), **changes}
+
+
+T0, T1 = "2026-12-04T09:00:00Z", "2026-12-04T09:00:05Z"
+QUOTA = "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota"
+
+
+def test_two_tauclusters_naming_one_profile_alike_the_later_is_refused_for_each_object_in_order():
+    refused = P.refusals([taucluster("b", T1, DEMO, mode=MODE_ADOPT), taucluster("a", T0, DEMO)], {})
+    assert list(refused) == [("b", PROFILE)]
+    lines = refused[("b", PROFILE)]
+    assert lines[0] == ("ResourceFlavor a100-scale is TauCluster a's (its profile gpu-a100-8 holds it); this profile "
+                        "wants it alike, but an object is held by one TauCluster")
+    assert [line.split(" is ")[0] for line in lines] == [P.describe(o) for o in objects(demo(), "b")]
+
+
+def test_two_tauclusters_naming_one_cluster_queue_otherwise_the_later_is_refused_naming_the_field():
+    a = raw(name="team-a", flavor={"name": "fa", "nodeLabels": {"pool": "a"}}, admissionCheck="check-a")
+    b = raw(name="team-b", flavor={"name": "fb", "nodeLabels": {"pool": "b"}}, admissionCheck="check-a", gpuQuota=32)
+    refused = P.refusals([taucluster("a", T0, a), taucluster("b", T1, b)], {})
+    assert refused == {("b", "team-b"): [                             # in the order the profile's objects are made
+        "ProvisioningRequestConfig check-a is TauCluster a's (its profile team-a holds it); this profile wants it "
+        "alike, but an object is held by one TauCluster",
+        "AdmissionCheck check-a is TauCluster a's (its profile team-a holds it); this profile wants it alike, but an "
+        "object is held by one TauCluster",
+        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is TauCluster a's (its profile team-a holds it); this profile wants it "
+        f"otherwise: spec.resourceGroups[0].flavors[0].name: profile team-a wants 'fa', this profile 'fb'; {QUOTA}: "
+        "profile team-a wants '16', this profile '32'; spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]: "
+        "profile team-a wants 'fa', this profile 'fb'"]}
+
+
+def test_a_field_only_one_claim_sets_is_a_difference_either_way():
+    a = raw(name="a", clusterQueue="qa", admissionCheck="ca")
+    b = raw(name="b", clusterQueue="qb", admissionCheck="cb", flavor={**DEMO["flavor"], "tolerations": []})
+    [line] = P.refusals([taucluster("a", T0, a), taucluster("b", T1, b)], {})[("b", "b")]
+    assert line.startswith("ResourceFlavor a100-scale is TauCluster a's") and line.endswith(
+        "spec.tolerations: profile a wants [{'key': 'sku', 'operator': 'Equal', 'value': 'gpu', 'effect': "
+        "'NoSchedule'}], this profile None")
+
+
+def test_the_holder_is_the_claimant_whose_label_the_object_carries_else_the_earliest_by_time_then_name():
+    a, b = taucluster("a", T0, DEMO), taucluster("b", T1, DEMO)
+    cq = (("ClusterQueue", "", DEMO_CLUSTER_QUEUE))
+    held_by_b = {cq: objects(demo(), "b")[3]}
+    refused = P.refusals([a, b], held_by_b)
+    assert refused[("a", PROFILE)] == [
+        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is TauCluster b's (its profile gpu-a100-8 holds it); this profile wants it "
+        "alike, but an object is held by one TauCluster"]
+    assert [line.split(" is ")[0] for line in refused[("b", PROFILE)]] == [
+        "ResourceFlavor a100-scale", f"ProvisioningRequestConfig {CHECK_NAME}", f"AdmissionCheck {CHECK_NAME}",
+        f"LocalQueue {DEMO_NAMESPACE}/{PROFILE}"]                     # each object on its own: a holds the others
+    stray = {cq: objects(demo(), "gone")[3]}                            # a label of a TauCluster that claims nothing
+    assert list(P.refusals([a, b], stray)) == [("b", PROFILE)]
+    same_second = [taucluster("z", T0, DEMO), taucluster("m", T0, DEMO)]
+    assert list(P.refusals(same_second, {})) == [("z", PROFILE)]
+    assert P.refusals(same_second[::-1], {}) == P.refusals(same_second, {})       # read in any order: the same
+
+
+def test_a_taucluster_being_deleted_or_invalid_holds_nothing_and_a_refused_profile_writes_nothing():
+    assert P.refusals([taucluster("a", T0, DEMO, going=True), taucluster("b", T1, DEMO)], {}) == {}
+    assert P.refusals([taucluster("a", T0, {**DEMO, "gpuQuota": -1}), taucluster("b", T1, DEMO)], {}) == {}
+    assert P.refusals([taucluster("a", T0, DEMO)], {}) == {}
+    for mode in (MODE_MANAGE, MODE_ADOPT, MODE_EXTERNAL):
+        plan = P.plan_profile(mode, "b", demo(), {}, ["ResourceFlavor a100-scale is TauCluster a's"])
+        assert plan == P.ProfilePlan(PROFILE, (), P.Ready(False, "Conflict", "ResourceFlavor a100-scale is TauCluster "
+                                                                             "a's"))
+    assert P.CLAIMED == "Conflict"
+
+
+def test_profiles_of_one_taucluster_share_an_object_alike_but_not_otherwise_the_later_profile_refused():
+    lane = raw(name="lane", namespaces=["lane"], clusterQueue="lane", flavor={"name": "lane", "nodeLabels": {"p": "l"}})
+    assert P.refusals([taucluster("demo", T0, DEMO, lane)], {}) == {}            # the lanes share the check alike
+    two_queues = raw(name="other", gpuQuota=8)                                   # the demo's ClusterQueue, 8 GPUs
+    assert P.refusals([taucluster("demo", T0, DEMO, two_queues)], {}) == {("demo", "other"): [
+        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is set up by profile {PROFILE} of this TauCluster otherwise: {QUOTA}: "
+        f"profile {PROFILE} wants '16', this profile '8'"]}
+    other_pool = raw(name="other", clusterQueue="q2", admissionCheck="c2",
+                     flavor={**DEMO["flavor"], "nodeLabels": {"agentpool": "otherpool"}})
+    assert P.refusals([taucluster("demo", T0, other_pool, DEMO)], {}) == {("demo", PROFILE): [
+        "ResourceFlavor a100-scale is set up by profile other of this TauCluster otherwise: spec.nodeLabels.agentpool: "
+        "profile other wants 'otherpool', this profile 'gpupool'"]}
+    other_class = raw(name="other", clusterQueue="q2", provisioningClass=CHECK_CAPACITY)
+    assert [line.split(":")[0] for line in P.refusals([taucluster("demo", T0, DEMO, other_class)], {})[
+        ("demo", "other")]] == [f"ProvisioningRequestConfig {CHECK_NAME} is set up by profile {PROFILE} of this "
+                                "TauCluster otherwise"]
+
+
+def test_local_queues_conflict_by_namespace_and_name():
+    elsewhere = raw(clusterQueue="q2", admissionCheck="c2", namespaces=["team-b"],
+                    flavor={"name": "f2", "nodeLabels": {"a": "b"}})
+    assert P.refusals([taucluster("a", T0, DEMO), taucluster("b", T1, elsewhere)], {}) == {}
+    both = {**elsewhere, "namespaces": ["team-b", DEMO_NAMESPACE]}
+    assert P.refusals([taucluster("a", T0, DEMO), taucluster("b", T1, both)], {}) == {("b", PROFILE): [
+        f"LocalQueue {DEMO_NAMESPACE}/{PROFILE} is TauCluster a's (its profile {PROFILE} holds it); this profile "
+        f"wants it otherwise: spec.clusterQueue: profile {PROFILE} wants '{DEMO_CLUSTER_QUEUE}', this profile 'q2'"]}
+
+
+def settle(tauclusters: list[dict], rounds: int = 20) -> dict:
+    """The controller's loop on plain data: each round every TauCluster is planned from what was written so far and
+    its writes applied; the writes per object counted."""
+    found: dict = {}
+    writes: dict = {}
+    for _ in range(rounds):
+        for tc in tauclusters:
+            name, mode = tc["metadata"]["name"], tc["spec"]["mode"]
+            refused = P.refusals(tauclusters, found)
+            plans = [P.plan_profile(mode, name, p, found, refused.get((name, p.name), ()))
+                     for p in parse_all(tc["spec"]["profiles"])]
+            for w in P.once([w for pl in plans for w in pl.actions]):
+                k = P.key(w.obj)
+                writes[k] = writes.get(k, 0) + 1
+                found[k] = active(w.obj) if w.verb == "create" else {**found[k], "spec": w.obj["spec"]}
+    return writes
+
+
+def test_no_object_is_written_by_two_claims_in_turn_each_is_written_once():
+    """The bug this closes: two profiles of one TauCluster naming one ClusterQueue with other quotas had the controller
+    rewrite it between the two specs without end (the CRD refuses such a TauCluster now; the controller, given one
+    all the same, writes the queue once)."""
+    cq = ("ClusterQueue", "", DEMO_CLUSTER_QUEUE)
+    one = settle([taucluster("demo", T0, DEMO, raw(name="other", gpuQuota=8))])
+    assert one[cq] == 1 and set(one.values()) == {1}
+    two = settle([taucluster("b", T1, raw(gpuQuota=8)), taucluster("a", T0, DEMO)])
+    assert two[cq] == 1 and set(two.values()) == {1}
+
+
+def test_the_crd_bounds_the_quota_and_defaults_the_retries_as_the_profile_does():
+    [crd] = load_manifest(MANIFESTS / "taucluster-crd.yaml")
+    profile = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "profiles"]["items"]["properties"]
+    assert (profile["gpuQuota"]["minimum"], profile["gpuQuota"]["maximum"]) == (0, MAX_GPU_QUOTA)
+    retry = profile["retryStrategy"]
+    assert retry["default"] == {} and RetryStrategy(**{
+        "".join(f"_{c.lower()}" if c.isupper() else c for c in k): v["default"]
+        for k, v in retry["properties"].items()}) == RetryStrategy()
+    assert profile["provisioningClass"]["default"] == BEST_EFFORT_ATOMIC
