@@ -37,7 +37,7 @@ from k8s.keys import (CA_MAIN_LOOP_METRIC, CA_STATUS, MARKER, POOL_LABEL, REAL_C
 from k8s.resources import CONFIG_MAP, NODE
 from k8s.pools import Pool, pools_to_configmap
 
-from . import exclusion, provider
+from . import coexist, exclusion, provider
 
 log = logging.getLogger("real-ca")
 
@@ -138,7 +138,7 @@ class RealCA:
             raise RealCAError(why)
         if heartbeat.alive(self.k, REAL_CA_LEASE):
             raise RealCAError(f"another `tau-demo real-ca` is running (Lease {SYSTEM_NAMESPACE}/{REAL_CA_LEASE})")
-        left = exclusion.real_nodes(self.k.list(NODE)[0])
+        left = coexist.real_nodes(self.k.list(NODE)[0])
         if left:
             log.warning("real-ca: pool nodes from an earlier run are still there (%s); the CA adopts them",
                         ", ".join(left))
@@ -225,7 +225,7 @@ class RealCA:
     def remove_leftover_nodes(self, wait: float = 5.0) -> list[str]:
         """Pool nodes the CA did not delete on its way out (it was killed, or crashed): delete them."""
         try:
-            left = poll.eventually(lambda: exclusion.real_nodes(self.k.list(NODE)[0]), wait, 0.3, done=lambda n: not n)
+            left = poll.eventually(lambda: coexist.real_nodes(self.k.list(NODE)[0]), wait, 0.3, done=lambda n: not n)
         except (ApiError, Unreachable) as e:
             log.warning("real-ca: cannot list nodes to check the clean-up: %s", e)
             return []

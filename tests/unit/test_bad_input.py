@@ -29,7 +29,7 @@ from demo.jobs.submit import create_refused, refusal
 from k8s.errors import Conflict, Invalid, NotFound, from_response
 from k8s.keys import FAKE_CA_LEASE, LANE_PREFIX, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
 from k8s.paths import POOLS_FILE as POOLS_PATH
-from demo.realca import exclusion
+from demo.realca import coexist
 from demo.timeline.log import EventLog, read
 from k8s.pools import load_pools, pools_to_configmap
 
@@ -479,8 +479,8 @@ def test_the_fakes_own_status_writes_do_not_look_like_a_real_autoscaler():
     fake = {"manager": "fake-ca", "operation": "Apply", "time": "2026-01-01T00:00:53Z"}
     real = {"manager": "cluster-autoscaler", "operation": "Update", "time": "2026-01-01T00:00:30Z"}
     meta = {"creationTimestamp": "2026-01-01T00:00:50Z"}
-    assert exclusion.status_age({"metadata": {**meta, "managedFields": [fake]}}, now) is None
-    assert exclusion.status_age({"metadata": {**meta, "managedFields": [real, fake]}}, now) == 30
+    assert coexist.status_age({"metadata": {**meta, "managedFields": [fake]}}, now) is None
+    assert coexist.status_age({"metadata": {**meta, "managedFields": [real, fake]}}, now) == 30
 
 
 # ============================================================================ pools files and requests

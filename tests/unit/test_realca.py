@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from k8s.keys import (HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION, KWOK_MIN_COUNT_ANNOTATION, KWOK_PROVIDER_CONFIG,
-                           KWOK_PROVIDER_TEMPLATES, MANAGED_LABEL, NOT_READY_TAINT, POOL_LABEL)
-from demo.realca import exclusion, provider
+from k8s.keys import (CA_STATUS, FAKE_CA_LEASE, HOSTNAME_LABEL, KWOK_MAX_COUNT_ANNOTATION, KWOK_MIN_COUNT_ANNOTATION,
+                      KWOK_PROVIDER_CONFIG, KWOK_PROVIDER_TEMPLATES, MANAGED_LABEL, NOT_READY_TAINT, POOL_LABEL,
+                      REAL_CA_LEASE, SYSTEM_NAMESPACE)
+from demo.realca import coexist, provider
 from demo.realca.process import RealCAError, Settings, ca_args, ca_env, kubeconfig_target, main_loops_metric
 from demo.toolchain import buildinfo, casource, components, versions
 from demo.toolchain.gobuild import Progress, ToolchainError
@@ -197,22 +198,56 @@ def test_fake_and_real_nodes_are_told_apart():
     nodes = [node("f", {POOL_LABEL: "gpupool", MANAGED_LABEL: "true"}), node("r", {POOL_LABEL: "gpupool"}),
              node("static", {"agentpool": "gpupool"}), dict(node("gone", {POOL_LABEL: "gpupool"}),
                                                             metadata={"name": "gone", "labels": {POOL_LABEL: "g"},
-                                                                      "deletionTimestamp": "2026-01-01T00:00:00Z"})]
-    assert exclusion.fake_nodes(nodes) == ["f"]
-    assert exclusion.real_nodes(nodes) == ["r"]
+                                                                      "deletionTimestamp": "2026-01-01T00:00:00Z"}),
+             {"metadata": {"name": "fake-going", "labels": {POOL_LABEL: "g", MANAGED_LABEL: "true"},
+                           "deletionTimestamp": "2026-01-01T00:00:00Z"}}]
+    assert coexist.fake_nodes(nodes) == ["f"]
+    assert coexist.real_nodes(nodes) == ["r"]
 
 
 def test_status_age_from_managed_fields():
     now = datetime(2026, 1, 1, 0, 1, 0, tzinfo=timezone.utc)
     cm = {"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z",
                        "managedFields": [{"time": "2026-01-01T00:00:30Z"}, {"time": "2026-01-01T00:00:50Z"}]}}
-    assert exclusion.status_age(cm, now) == 10
-    assert exclusion.status_age({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}, now) == 60
+    assert coexist.status_age(cm, now) == 10
+    assert coexist.status_age({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}, now) == 60
     fake_only = {"metadata": {"managedFields": [{"manager": "fake-ca", "time": "2026-01-01T00:00:55Z"}]}}
-    assert exclusion.status_age(fake_only, now) is None, "the fake writes the same ConfigMap; that is no real CA"
-    assert exclusion.status_age({}, now) is None
-    assert exclusion.status_age(cm, now + timedelta(minutes=5)) > exclusion.STATUS_FRESH_SECONDS
+    assert coexist.status_age(fake_only, now) is None, "the fake writes the same ConfigMap; that is no real CA"
+    assert coexist.status_age({}, now) is None
+    assert coexist.status_age(cm, now + timedelta(minutes=5)) > coexist.STATUS_FRESH_SECONDS
 
+
+
+def test_each_autoscaler_refuses_while_the_others_nodes_are_there_and_names_them():
+    nodes = [node("f2", {POOL_LABEL: "gpupool", MANAGED_LABEL: "true"}), node("r2", {POOL_LABEL: "gpupool"}),
+             node("f1", {POOL_LABEL: "gpupool", MANAGED_LABEL: "true"}), node("r1", {POOL_LABEL: "gpupool"})]
+    assert coexist.fake_nodes_left(nodes) == (
+        "nodes of the fake autoscaler are still there (f1, f2); the real CA would adopt them. Wait for the fake's "
+        f"scale-down or delete them: kubectl delete nodes -l {MANAGED_LABEL}=true")
+    assert coexist.real_nodes_left(nodes) == (
+        "nodes of a real Cluster Autoscaler are still there (r1, r2): it was stopped without its clean-up "
+        "(SIGKILL?). Delete them: kubectl delete nodes r1 r2")
+    assert coexist.fake_nodes_left(nodes[1::2]) is None and coexist.real_nodes_left(nodes[0::2]) is None
+    assert coexist.fake_nodes_left([]) is None and coexist.real_nodes_left([]) is None
+
+
+def test_a_status_configmap_written_by_a_real_ca_within_a_minute_refuses_the_fake():
+    now = datetime(2026, 1, 1, 0, 1, 0, tzinfo=timezone.utc)
+    def cm(seconds_ago: float) -> dict:
+        t = (now - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {"metadata": {"managedFields": [{"manager": "cluster-autoscaler", "time": t}]}}
+    assert coexist.status_fresh(cm(7), now) == (
+        f"a real Cluster Autoscaler is running: it updated {CA_STATUS[0]}/{CA_STATUS[1]} 7s ago; stop it first")
+    assert coexist.status_fresh(cm(59), now) is not None
+    assert coexist.status_fresh(cm(60), now) is None, "exactly a minute old is stale"
+    assert coexist.status_fresh(None, now) is None and coexist.status_fresh({}, now) is None
+
+
+def test_a_live_heartbeat_is_refused_with_its_lease_named():
+    assert coexist.FAKE_ALIVE == (f"the fake autoscaler is running (its heartbeat Lease {SYSTEM_NAMESPACE}/"
+                                  f"{FAKE_CA_LEASE} is fresh); stop it first")
+    assert coexist.REAL_ALIVE == (f"the real Cluster Autoscaler is running (`tau-demo real-ca`, heartbeat Lease "
+                                  f"{SYSTEM_NAMESPACE}/{REAL_CA_LEASE}); stop it first")
 
 # ---------------------------------------------------------------------------- source and build
 
