@@ -4,7 +4,7 @@
 No cluster: a "cluster that is down" is a kubeconfig pointing at a closed port.  What only the API can
 tell (a Job name taken, a Job or a namespace that does not exist, a pool table left behind, a name race
 lost) is in tests/cluster/test_bad_input_cluster.py, against the real cluster; here are the decisions taken
-on what was read (submit.refusal, submit.create_refused, preflight.decide), on plain data recorded from
+on what was read (submit_refusal.refusal, submit_refusal.create_refused, preflight.decide), on plain data recorded from
 the real cluster.
 """
 
@@ -25,8 +25,8 @@ from click.testing import CliRunner
 import cli.jobs as cli_jobs
 from cli import main
 from demo.jobs.preflight import Gang, PoolSource, PoolsFrom, PreflightInputs, decide, pool_source
-from demo.jobs.submit import create_refused, refusal
-from k8s.errors import Conflict, Invalid, NotFound, from_response
+from demo.jobs.submit_refusal import create_refused, refusal
+from k8s.errors import ApiError, Conflict, Invalid, NotFound, from_response
 from k8s.keys import FAKE_CA_LEASE, LANE_PREFIX, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
 from k8s.paths import POOLS_FILE as POOLS_PATH
 from demo.realca import coexist
@@ -335,6 +335,23 @@ def test_submit_refused_by_the_apiserver_gives_its_reason():
         'the cluster refused the Job: Job.batch "job-train-2" is invalid: spec.parallelism: Invalid value: -1: '
         "must be greater than or equal to 0")
 
+
+
+def test_what_submit_says_when_it_creates_nothing_word_for_word():
+    assert refusal("demo", "job-x", namespace_exists=True, job_exists=True) == (
+        "a Job named demo/job-x already exists; nothing was created. Choose another --name, or delete it first: "
+        "kubectl delete job -n demo job-x")
+    assert refusal("nosuch", "job-x", namespace_exists=False, job_exists=True) == (
+        "namespace 'nosuch' does not exist; nothing was created. The demo's profiles live in 'demo' "
+        "(kubectl get localqueues -A)"), "a namespace that does not exist is said first"
+    assert refusal("demo", "job-x", namespace_exists=None, job_exists=True).startswith("a Job named demo/job-x")
+
+
+def test_any_other_refusal_of_the_create_is_the_api_errors_own_words():
+    e = recorded_error(422)
+    plain = ApiError(e.status, e.reason, e.message)
+    assert create_refused(plain, "demo", "job-train-2") == str(plain) == (
+        f"422 Invalid: {e.message}"), "no 'the cluster refused the Job' for an error that is not Invalid"
 
 # ---------------------------------------------------------------------------- a kubeconfig for a dead cluster
 
