@@ -37,7 +37,11 @@ def exit_code(signum: int) -> int:
     return 128 + signum
 
 
+_received: list[int] = []          # the signals that interrupted the run, in order
+
+
 def _raise(signum, frame) -> None:
+    _received.append(signum)
     poll.cancel()                     # every wait of every thread ends now; this thread unwinds from here
     raise Interrupted(signum)
 
@@ -51,8 +55,8 @@ def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | N
         signal.signal(s, _raise)
     try:
         yield
-    except KeyboardInterrupt as e:
-        signum = getattr(e, "signum", signal.SIGINT)
+    except KeyboardInterrupt:         # Interrupted, or poll.Cancelled raised by a wait it unwound through
+        signum = _received[0] if _received else signal.SIGINT
         _clean_up(command, kubeconfig, context, signum)
         sys.exit(exit_code(signum))
     finally:

@@ -20,9 +20,11 @@ class WaitTimedOut(AssertionError):
     """No answer would do within the time given (an AssertionError: a scenario's wait is one of its checks)."""
 
 
-class Cancelled(BaseException):
+class Cancelled(KeyboardInterrupt):
     """The process is being interrupted (Ctrl-C, SIGTERM, SIGHUP): the wait ended without an answer.  A
-    BaseException, like KeyboardInterrupt, so that no `except Exception` takes it for a failed check and goes on."""
+    KeyboardInterrupt, so that no `except Exception` takes it for a failed check and goes on, and so that where it
+    reaches the command (raised by a wait in a cleanup the signal's own exception was unwinding through, or in a
+    thread whose result the command reads) it is handled as the interrupt it is."""
 
 
 _CANCEL = threading.Event()

@@ -87,17 +87,23 @@ CHILD = textwrap.dedent("""
     t.start()
     try:
         with cleaning_on_interrupt("the child", sys.argv[1], None):
-            print("ready", flush=True)
-            poll.until(lambda: False, 60, "nothing")
+            try:
+                print("ready", flush=True)
+                poll.until(lambda: False, 60, "nothing")
+            finally:          # a cleanup that waits, as a scenario's does: its wait's Cancelled replaces the signal's
+                if sys.argv[2] == "waits":
+                    poll.until(lambda: False, 60, "a scenario's cleanup")
     finally:
         t.join(5)
         print("thread ended" if ended else "thread still waiting", flush=True)
 """)
 
 
+@pytest.mark.subprocess
+@pytest.mark.parametrize("cleanup", ["waits", "does not wait"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_ends_the_run_and_its_threads_waits_and_exits_with_its_code(sig, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "no-such-kubeconfig")], cwd=REPO,
+def test_a_signal_ends_the_run_and_its_threads_waits_and_exits_with_its_code(sig, cleanup, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "no-such-kubeconfig"), cleanup], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(sig)
