@@ -1,4 +1,4 @@
-"""The admission-deadline controller: observe → decide (protocol.py, pure) → apply (k8s.client).
+"""The admission-deadline controller: observe → decide (protocol.py and routing.py, pure) → apply (k8s.client).
 
 Keyed by owner Job ("namespace/name"), worked by several threads, never one key on two at once.
 Decisions are made on the informer caches (Jobs, and Workloads indexed by their owner Job's uid),
@@ -32,13 +32,13 @@ from k8s import heartbeat
 from k8s.client import Kube
 from k8s.errors import Conflict, NotFound
 from k8s.hooks import Hooks
-from k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS,
-                        MIRROR_KEYS)
-from k8s.objects import annotations, meta, name_of, utcnow
+from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS
+from k8s.objects import name_of, utcnow
 from k8s.resources import JOB, WORKLOAD
 from k8s.runtime import Store, WorkQueue, run_loop
 from k8s.watch import Event, wait_for_caches
 from . import protocol as dl
+from . import routing
 from .protocol import Action
 
 log = logging.getLogger("deadline")
@@ -70,16 +70,13 @@ class DeadlineController:
         self.workers = workers
         self.queue = queue if queue is not None else WorkQueue()
         self.jobs = Store(on_change=self.on_job, on_sync=self._enqueue_all)
-        self.workloads = Store(on_change=self.on_workload, index=_owner_job_uids, on_sync=self._enqueue_all)
+        self.workloads = Store(on_change=self.on_workload, index=routing.owner_job_uids, on_sync=self._enqueue_all)
         self._last: dict[str, str] = {}
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ observe
     def _interesting(self, job: dict | None) -> bool:
-        ann = annotations(job)
-        if ann.get(DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS) != self.instance:
-            return False
-        return DEADLINE_ANNOTATION in ann or any(k in ann for k in MIRROR_KEYS)
+        return routing.handles(job, self.instance)
 
     def on_job(self, typ: str, job: dict) -> None:
         key = name_of(job)
@@ -89,11 +86,9 @@ class DeadlineController:
             self.queue.add(key)
 
     def on_workload(self, typ: str, wl: dict) -> None:
-        for ref in meta(wl).get("ownerReferences") or []:
-            if ref.get("kind") == "Job" and ref.get("controller"):
-                key = f"{meta(wl).get('namespace')}/{ref['name']}"
-                if self._interesting(self.jobs.get(key)):
-                    self.queue.add(key)
+        for key in routing.owner_keys(wl):
+            if self._interesting(self.jobs.get(key)):
+                self.queue.add(key)
 
     def _enqueue_all(self) -> None:
         for key in self.keys():
@@ -101,16 +96,14 @@ class DeadlineController:
 
     def _say_once(self, key: str, d: dl.Decision) -> None:
         """Log a no-op decision only when it changes, so resyncs do not flood the log."""
-        gist = str(d.action) if d.action == Action.WAIT else d.why
+        gist, line = routing.say(d)
         if self._last.get(key) != gist:
             self._last[key] = gist
-            if d.action == Action.WAIT:
-                log.info("deadline %s: not admitted yet; %s", key, d.why)
-            elif d.why not in ("no Workload yet", "nothing to mirror"):
-                log.info("deadline %s: %s", key, d.why)
+            if line:
+                log.info("deadline %s: %s", key, line)
 
     def keys(self) -> list[str]:
-        return sorted(name_of(j) for j in self.jobs.items() if self._interesting(j))
+        return routing.handled_keys(self.jobs.items(), self.instance)
 
     # ------------------------------------------------------------------ read
     def read(self, key: str) -> tuple[dict | None, dict | None]:
@@ -154,9 +147,7 @@ class DeadlineController:
             job, wl = self.read_live(key) if live else self.cached(key)
             d = dl.decide_workload(job, wl, self.now())
             if attempt:
-                state = "Admitted=True" if workloads.admission_won(wl) else (
-                    "timeout committed" if workloads.committed_timeout(wl) else "not admitted")
-                log.info("deadline %s: re-read: %s; %s", key, state, d.why)
+                log.info("deadline %s: re-read: %s; %s", key, routing.reread(wl), d.why)
             elif d.action == Action.COMMIT:
                 log.info("deadline %s: %s", key, d.why)
             else:
@@ -207,20 +198,15 @@ class DeadlineController:
             ns, name = key.split("/", 1)
             rv = job["metadata"]["resourceVersion"]
             try:
-                if d.action == Action.MIRROR:
-                    self.jobs.put(self.k.patch(JOB, name, dl.mirror_patch(wl["metadata"]["name"], now), ns,
-                                               resource_version=rv))
-                    self.hooks.reach("after-mirror", key)
-                elif d.action == Action.ARM_CLEANUP:
-                    self.jobs.put(self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns, resource_version=rv))
-                    self.hooks.reach("after-arm", key)
-                elif d.action == Action.UNMARK:
-                    self.jobs.put(self.k.patch(JOB, name, dl.unmark_patch(), ns, resource_version=rv))
-                elif d.action == Action.DELETE:
+                if d.action == Action.DELETE:
                     self.hooks.reach("before-delete", key, uid=job["metadata"]["uid"], resource_version=rv)
                     self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"],
                                   resource_version=rv)
                     return None
+                patch, after = routing.owner_patch(d, wl, now, self.ttl)       # MIRROR, ARM_CLEANUP, UNMARK
+                self.jobs.put(self.k.patch(JOB, name, patch, ns, resource_version=rv))
+                if after:
+                    self.hooks.reach(after, key)
                 live = False
             except Conflict:
                 log.info("deadline %s: Job changed under us (409); reading again", key)
@@ -278,7 +264,3 @@ class DeadlineController:
                  min_requeue=MIN_REQUEUE)
         hb.join(5)
 
-
-def _owner_job_uids(wl: dict) -> list[str]:
-    return [r["uid"] for r in meta(wl).get("ownerReferences") or []
-            if r.get("kind") == "Job" and r.get("controller") and r.get("uid")]

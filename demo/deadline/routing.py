@@ -1,0 +1,71 @@
+"""The admission-deadline controller's own decisions beside the protocol's (pure; the controller is controller.py):
+which Jobs an instance handles, which Job key a Workload's event concerns, what each owner step writes and which
+pause point follows it, and what the controller says about a decision.  The protocol itself (when to commit,
+mirror, arm, delete) is protocol.py."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from k8s import workload as workloads
+from k8s.keys import DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS, MIRROR_KEYS
+from k8s.objects import annotations, meta, name_of
+from . import protocol as dl
+from .protocol import Action
+
+QUIET = ("no Workload yet", "nothing to mirror")     # no-op reasons not worth a log line
+
+
+def handles(job: dict | None, instance: str) -> bool:
+    """The instance `instance` handles the Job: its deadline class (default: "default") is the instance's, and
+    it carries a deadline or what a mirror wrote."""
+    ann = annotations(job)
+    if ann.get(DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS) != instance:
+        return False
+    return DEADLINE_ANNOTATION in ann or any(k in ann for k in MIRROR_KEYS)
+
+
+def handled_keys(jobs: list[dict], instance: str) -> list[str]:
+    """The keys ("namespace/name") of the Jobs the instance handles, sorted."""
+    return sorted(name_of(j) for j in jobs if handles(j, instance))
+
+
+def _owners(wl: dict) -> list[dict]:
+    return [r for r in meta(wl).get("ownerReferences") or [] if r.get("kind") == "Job" and r.get("controller")]
+
+
+def owner_keys(wl: dict) -> list[str]:
+    """The key of the Job that controls the Workload (its controller owner reference), in the Workload's namespace."""
+    return [f"{meta(wl).get('namespace')}/{ref['name']}" for ref in _owners(wl)]
+
+
+def owner_job_uids(wl: dict) -> list[str]:
+    """The uids of the Jobs that control the Workload: the index the Workloads' cache is kept by."""
+    return [r["uid"] for r in _owners(wl) if r.get("uid")]
+
+
+def say(d: dl.Decision) -> tuple[str, str | None]:
+    """(the gist of a decision that writes nothing, the line to log when the gist changes, None: none).  A WAIT's
+    gist is only that it waits, so a resync's new remaining time is not said again."""
+    if d.action == Action.WAIT:
+        return str(d.action), f"not admitted yet; {d.why}"
+    return d.why, None if d.why in QUIET else d.why
+
+
+def reread(wl: dict | None) -> str:
+    """What a live read after a conflict found, for the log."""
+    if workloads.admission_won(wl):
+        return "Admitted=True"
+    return "timeout committed" if workloads.committed_timeout(wl) else "not admitted"
+
+
+def owner_patch(d: dl.Decision, wl: dict | None, now: datetime, ttl: float) -> tuple[dict, str | None]:
+    """(the patch of the owner Job that a MIRROR, ARM_CLEANUP or UNMARK decision writes, the pause point reached
+    after it, None: none)."""
+    if d.action == Action.MIRROR:
+        return dl.mirror_patch(wl["metadata"]["name"], now), "after-mirror"
+    if d.action == Action.ARM_CLEANUP:
+        return dl.arm_patch(now, ttl), "after-arm"
+    if d.action == Action.UNMARK:
+        return dl.unmark_patch(), None
+    raise ValueError(f"{d.action} writes no patch of the owner Job")

@@ -1,0 +1,116 @@
+"""The admission-deadline controller's own decisions (demo/deadline/routing.py), on plain objects shaped like the
+real cluster's: which Jobs an instance handles, which Job key a Workload's event concerns, what each owner step
+writes and the pause point after it, and what the controller logs about a decision that writes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from demo.deadline import protocol as dl
+from demo.deadline import routing
+from demo.deadline.protocol import Action, Decision
+from k8s.keys import (CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION,
+                      TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
+from test_deadline import ADMITTED, COMMITTED, PENDING, WL_NAME
+
+NOW = datetime(2026, 11, 29, 12, 1, 3, tzinfo=timezone.utc)
+
+
+def job(name="train", namespace="demo", **ann) -> dict:
+    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "annotations": ann}}
+
+
+@pytest.mark.parametrize("ann, instance, handled", [
+    ({DEADLINE_ANNOTATION: "60s"}, "default", True),                      # no class: the default instance's
+    ({DEADLINE_ANNOTATION: "60s"}, "race-a", False),
+    ({DEADLINE_ANNOTATION: "60s", DEADLINE_CLASS_ANNOTATION: "race-a"}, "race-a", True),
+    ({DEADLINE_ANNOTATION: "60s", DEADLINE_CLASS_ANNOTATION: "race-a"}, "default", False),
+    ({}, "default", False),                                                # no deadline and no mirror: not ours
+    ({"other": "x"}, "default", False),
+    ({TERMINAL_REASON_ANNOTATION: "AdmissionTimeout"}, "default", True),   # a mirror left to undo or clean up
+    ({TERMINAL_TIME_ANNOTATION: "t"}, "default", True),
+    ({TERMINAL_WORKLOAD_ANNOTATION: "w"}, "default", True),
+    ({CLEANUP_AFTER_ANNOTATION: "t"}, "default", True),
+    ({CLEANUP_AFTER_ANNOTATION: "t", DEADLINE_CLASS_ANNOTATION: "race-a"}, "default", False),
+])
+def test_an_instance_handles_the_jobs_of_its_class_that_carry_a_deadline_or_a_mirror(ann, instance, handled):
+    assert routing.handles(job(**ann), instance) is handled
+
+
+def test_no_job_is_handled_by_nobody():
+    assert routing.handles(None, "default") is False
+
+
+def test_the_handled_keys_are_sorted_and_only_the_instances():
+    jobs = [job("b", **{DEADLINE_ANNOTATION: "1m"}), job("plain"), job("a", "ns2", **{DEADLINE_ANNOTATION: "1m"}),
+            job("c", **{DEADLINE_ANNOTATION: "1m", DEADLINE_CLASS_ANNOTATION: "race-a"})]
+    assert routing.handled_keys(jobs, "default") == ["demo/b", "ns2/a"]
+    assert routing.handled_keys(jobs, "race-a") == ["demo/c"]
+    assert routing.handled_keys([], "default") == []
+
+
+def workload(*refs, namespace="demo") -> dict:
+    return {"metadata": {"name": "wl", "namespace": namespace, "ownerReferences": list(refs)}}
+
+
+def ref(name="train", kind="Job", controller=True, uid="job-uid") -> dict:
+    r = {"kind": kind, "name": name, "controller": controller}
+    if uid is not None:
+        r["uid"] = uid
+    return r
+
+
+def test_a_workloads_event_concerns_the_job_that_controls_it():
+    wl = workload(ref("train", uid="u1"), ref("other", controller=False, uid="u2"), ref("js", kind="JobSet", uid="u3"),
+                  namespace="team")
+    assert routing.owner_keys(wl) == ["team/train"]
+    assert routing.owner_job_uids(wl) == ["u1"]
+    assert routing.owner_keys(workload()) == [] and routing.owner_job_uids(workload()) == []
+    assert routing.owner_keys({"metadata": {"namespace": "demo"}}) == []
+    no_controller_field = {"kind": "Job", "name": "x", "uid": "u"}
+    assert routing.owner_keys(workload(no_controller_field)) == [] == routing.owner_job_uids(workload(no_controller_field))
+
+
+def test_a_controller_reference_without_a_uid_is_not_indexed():
+    wl = workload(ref("train", uid=None), ref("train2", uid=""), ref("train3", uid="u3"))
+    assert routing.owner_job_uids(wl) == ["u3"]
+    assert routing.owner_keys(wl) == ["demo/train", "demo/train2", "demo/train3"]
+
+
+def test_a_wait_is_said_once_whatever_time_it_has_left():
+    a = Decision(Action.WAIT, "deadline in 30.0s", after=30.0)
+    b = Decision(Action.WAIT, "deadline in 25.0s", after=25.0)
+    assert routing.say(a) == ("wait", "not admitted yet; deadline in 30.0s")
+    assert routing.say(a)[0] == routing.say(b)[0]
+
+
+def test_a_no_op_is_said_by_its_reason_and_the_quiet_ones_not_at_all():
+    assert routing.say(Decision(Action.NONE, "Workload admitted; nothing to do")) == (
+        "Workload admitted; nothing to do", "Workload admitted; nothing to do")
+    assert routing.say(Decision(Action.NONE, "no Workload yet")) == ("no Workload yet", None)
+    assert routing.say(Decision(Action.NONE, "nothing to mirror")) == ("nothing to mirror", None)
+
+
+def test_a_reread_after_a_conflict_says_what_it_found():
+    assert routing.reread(ADMITTED) == "Admitted=True"
+    assert routing.reread(COMMITTED) == "timeout committed"
+    assert routing.reread(PENDING) == "not admitted"
+    assert routing.reread(None) == "not admitted"
+
+
+def test_each_owner_step_writes_its_patch_and_reaches_its_pause_point():
+    wl = {"metadata": {"name": WL_NAME}}
+    assert routing.owner_patch(Decision(Action.MIRROR, "m"), wl, NOW, 30.0) == (dl.mirror_patch(WL_NAME, NOW),
+                                                                                  "after-mirror")
+    assert routing.owner_patch(Decision(Action.ARM_CLEANUP, "a"), wl, NOW, 30.0) == (dl.arm_patch(NOW, 30.0),
+                                                                                      "after-arm")
+    assert routing.owner_patch(Decision(Action.ARM_CLEANUP, "a"), wl, NOW, 7.0)[0] == dl.arm_patch(NOW, 7.0)
+    assert routing.owner_patch(Decision(Action.UNMARK, "u"), None, NOW, 30.0) == (dl.unmark_patch(), None)
+
+
+@pytest.mark.parametrize("action", [Action.NONE, Action.WAIT, Action.COMMIT, Action.DELETE])
+def test_a_decision_that_is_no_owner_patch_is_refused(action):
+    with pytest.raises(ValueError, match=f"^{action} writes no patch of the owner Job$"):
+        routing.owner_patch(Decision(action, "x"), {"metadata": {"name": WL_NAME}}, NOW, 30.0)
