@@ -31,9 +31,11 @@ class WorkQueue:
     the first worker calls done); add(key, after) keeps only the earliest pending timer of a key.
 
     Two lanes: keys added with urgent=True (directly or by their timer) are handed out before all
-    others, so time-critical work is not queued behind routine work."""
+    others, so time-critical work is not queued behind routine work.  `clock` (seconds, monotonic) says when a
+    timer is due: a test's fake time."""
 
-    def __init__(self):
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
         self._cv = threading.Condition()
         self._lanes: tuple[deque[str], deque[str]] = (deque(), deque())   # urgent, normal
         self._queued: dict[str, bool] = {}          # key waiting in a lane -> urgent?
@@ -45,7 +47,7 @@ class WorkQueue:
     def add(self, key: str, after: float = 0.0, urgent: bool = False) -> None:
         with self._cv:
             if after > 0:
-                due = time.monotonic() + after
+                due = self._clock() + after
                 old = self._due.get(key)
                 if old is not None and (old[0] < due or (old[0] == due and (old[1] or not urgent))):
                     return
@@ -77,7 +79,7 @@ class WorkQueue:
         None once stop is set."""
         with self._cv:
             while not stop.is_set():
-                now = time.monotonic()
+                now = self._clock()
                 while self._timers and self._timers[0][0] <= now:
                     due, key = heapq.heappop(self._timers)
                     pending = self._due.get(key)

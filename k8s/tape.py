@@ -100,7 +100,8 @@ class Tape(Generic[T]):
                  interval: float = 0.2, keep: Callable[[Obj], bool] = lambda obj: True,
                  on_sample: Callable[[float, T], None] | None = None, on_tick: Callable[[], None] | None = None,
                  on_change: Callable[[Resource, str, Obj], None] | None = None,
-                 on_list: Callable[[Resource, list[Obj]], None] | None = None, settle: bool = False):
+                 on_list: Callable[[Resource, list[Obj]], None] | None = None, settle: bool = False,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] | None = None):
         self.k, self.kinds, self.namespace, self.node_selector = k, tuple(kinds), namespace, node_selector
         self.project, self.interval, self.keep = project, interval, keep
         self.on_sample, self.on_tick, self.on_change, self.on_list = on_sample, on_tick, on_change, on_list
@@ -109,7 +110,8 @@ class Tape(Generic[T]):
         self.samples: list[Taken[T]] = []
         self.watches: list[Watch] = []
         self.settle = settle         # at the stop, record on until the watches are quiet (SETTLE_QUIET, SETTLE_MAX)
-        self.last_change = 0.0       # monotonic time of the last change delivered
+        self.clock, self.sleep = clock, sleep     # the settling's time (monotonic; sleep None: the wait's own)
+        self.last_change = 0.0       # self.clock()'s time of the last change delivered
         self.lock = threading.RLock()
         self.closed = False          # the tape has stopped: what its watches still deliver is not recorded
         self._stop = threading.Event()
@@ -128,7 +130,8 @@ class Tape(Generic[T]):
 
     def __exit__(self, *exc) -> None:
         if self.settle and self.watches:
-            eventually(lambda: time.monotonic() - self.last_change >= SETTLE_QUIET, SETTLE_MAX, SEEN_INTERVAL)
+            eventually(lambda: self.clock() - self.last_change >= SETTLE_QUIET, SETTLE_MAX, SEEN_INTERVAL,
+                       clock=self.clock, **({} if self.sleep is None else {"sleep": self.sleep}))
         self._stop.set()
         if self._ticker.is_alive():
             self._ticker.join(5)
@@ -154,7 +157,7 @@ class Tape(Generic[T]):
     def _changed(self, res: Resource, typ: str, obj: Obj) -> None:
         if self.closed:
             return
-        self.last_change = time.monotonic()
+        self.last_change = self.clock()
         if self.on_change is not None:
             self.on_change(res, typ, obj)
         if self.keep(obj):

@@ -48,13 +48,15 @@ def log_sources(kubeconfig: str | None) -> dict[Path, str]:
 
 
 class LogFollower:
-    """The lines the controllers log from now on (files that appear later are read from their start)."""
+    """The lines the controllers log from now on (files that appear later are read from their start, looked for
+    once a second by `clock`: a test's fake time)."""
 
-    def __init__(self, sources):
+    def __init__(self, sources, clock=time.monotonic):
         self.sources = sources          # () -> {path: source}
+        self.clock = clock
         self.files: dict[Path, tuple[Lines, str]] = {}
         self._scan(from_end=True)
-        self._scanned = time.monotonic()
+        self._scanned = clock()
 
     def _scan(self, from_end: bool) -> None:
         for path, source in self.sources().items():
@@ -63,9 +65,9 @@ class LogFollower:
 
     def new_lines(self) -> list[tuple[str, str]]:
         """(source, line) for every line logged since the last call."""
-        if time.monotonic() - self._scanned > 1.0:
+        if self.clock() - self._scanned > 1.0:
             self._scan(from_end=False)
-            self._scanned = time.monotonic()
+            self._scanned = self.clock()
         out = []
         for lines, source in self.files.values():
             got, _ = lines.new()

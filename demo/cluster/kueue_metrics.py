@@ -20,20 +20,25 @@ from .state import state_of
 
 
 class MetricsUnavailable(RuntimeError):
-    """Kueue's metrics cannot be read here; the message says why."""
+    """Kueue's metrics could not be read now (no token, no answer); the message says why.  Worth asking again."""
+
+
+class NotServed(MetricsUnavailable):
+    """This cluster's Kueue serves no metrics this process can read (another backend, an older cluster): asking
+    again cannot help; the message says why."""
 
 
 def page(k: Kube, kubeconfig: str) -> str:
     """Kueue's /metrics page, read now."""
     st = state_of(kubeconfig)
     if st is None:
-        raise MetricsUnavailable(f"no cluster state under this state root has the kubeconfig {kubeconfig}")
+        raise NotServed(f"no cluster state under this state root has the kubeconfig {kubeconfig}")
     port = st.ports.get("kueue_metrics")
     if st.backend != "kwok" or not port:
-        raise MetricsUnavailable(f"Kueue serves no metrics on loopback on the {st.backend} backend (it runs in a pod "
-                                 "there)" if st.backend != "kwok" else
-                                 "this cluster's Kueue was started before it served metrics: run `tau-demo cluster "
-                                 "down` and `up`")
+        raise NotServed(f"Kueue serves no metrics on loopback on the {st.backend} backend (it runs in a pod "
+                        "there)" if st.backend != "kwok" else
+                        "this cluster's Kueue was started before it served metrics: run `tau-demo cluster "
+                        "down` and `up`")
     try:
         token = k.request_token(SYSTEM_NAMESPACE, METRICS_READER)
     except (ApiError, Unreachable) as e:

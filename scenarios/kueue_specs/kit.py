@@ -14,6 +14,7 @@ requests' managedFields, that each condition it saw was written by an autoscaler
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -41,6 +42,8 @@ from .table import SOURCE, SpecResult
 
 AUTOSCALER_MANAGERS = frozenset({CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER})     # who may write a request's conditions
 STANDALONE = "standalone"          # Kueue's replica_role label of a single manager
+METRIC_TIMEOUT = 10.0              # seconds a metric is read again until it shows what the spec wants (or is read at all)
+METRIC_INTERVAL = 0.5
 RESET_AFTER_REJECTED = f"{CHECK_RESET_PREFIX}. Previously: {CheckState.REJECTED}"
 
 
@@ -366,22 +369,56 @@ class SpecEnv:
         self.ctx.say(f"  not checked here: {what}")
 
     # ------------------------------------------------------------------ Kueue's eviction metric
-    def evicted_metric(self, reason: str = DEACTIVATED, cause: str = "", priority: str = "") -> float | None:
+    def evicted_metric(self, reason: str = DEACTIVATED, cause: str = "", priority: str = "") -> float:
         """kueue_evicted_workloads_total for this spec's ClusterQueue (a fresh one: Kueue clears a deleted
-        ClusterQueue's series), or None (noted) where Kueue's metrics cannot be read."""
-        try:
-            return kueue_metrics.counter(self.ctx.k, self.ctx.kubeconfig, EVICTED_WORKLOADS_METRIC,
-                                         cluster_queue=self.name, reason=reason, underlying_cause=cause,
-                                         priority_class=priority, replica_role=STANDALONE)
-        except kueue_metrics.MetricsUnavailable as e:
-            self.note_unreached(f"the metric {EVICTED_WORKLOADS_METRIC}: {e}")
-            return None
+        ClusterQueue's series), read now; kueue_metrics.MetricsUnavailable when it could not be read (NotServed:
+        this cluster's Kueue serves none this process can read)."""
+        return kueue_metrics.counter(self.ctx.k, self.ctx.kubeconfig, EVICTED_WORKLOADS_METRIC,
+                                     cluster_queue=self.name, reason=reason, underlying_cause=cause,
+                                     priority_class=priority, replica_role=STANDALONE)
 
-    def check_metric(self, want: float, reason: str = DEACTIVATED, cause: str = "", timeout: float = 10) -> None:
+    def check_metric(self, want: float, reason: str = DEACTIVATED, cause: str = "",
+                     timeout: float = METRIC_TIMEOUT) -> None:
+        """A check that the metric reads `want` within `timeout`; a metric that could not be read (an error every
+        time it was asked at the end) is a failed check that says so.  Only where this cluster's Kueue serves no
+        metrics at all (NotServed: another backend) is the metric noted as not checked here."""
         label = f'{EVICTED_WORKLOADS_METRIC}{{cluster_queue="{self.name}",reason="{reason}",underlying_cause="{cause}"}}'
-        got = eventually(lambda: self.evicted_metric(reason, cause), timeout, 0.5, done=lambda g: g is None or g == want)
-        if got is not None:
-            self.ctx.check(got == want, f"the metric {label} is {got:g} (want {want:g})")
+        try:
+            ok, what = metric_verdict(lambda: self.evicted_metric(reason, cause), label, want, timeout)
+        except kueue_metrics.NotServed as e:
+            self.note_unreached(f"the metric {EVICTED_WORKLOADS_METRIC}: {e}")
+            return
+        self.ctx.check(ok, what)
+
+
+def metric_verdict(read: Callable[[], float], label: str, want: float, timeout: float = METRIC_TIMEOUT,
+                   interval: float = METRIC_INTERVAL, *, clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], object] | None = None) -> tuple[bool, str]:
+    """(ok, what) for a check that `read()` gives `want`: read every `interval` seconds until it does or `timeout`
+    passes.  A read that fails (kueue_metrics.MetricsUnavailable: no token, no answer) is tried again within the
+    bound; failing still at the end, the check fails saying the metric could not be read (never a pass).
+    NotServed is raised to the caller (asking again cannot help).  `clock`, `sleep`: a test's fake time (sleep
+    None: the wait's own, k8s/poll.py)."""
+    last: dict = {"value": None, "error": ""}
+
+    def ask() -> float | None:
+        try:
+            value = read()
+        except kueue_metrics.NotServed:
+            raise
+        except kueue_metrics.MetricsUnavailable as e:
+            last["error"] = str(e)
+            return None
+        last["value"], last["error"] = value, ""
+        return value
+
+    eventually(ask, timeout, interval, done=lambda got: got == want, clock=clock,
+               **({} if sleep is None else {"sleep": sleep}))
+    value, error = last["value"], last["error"]
+    if error:
+        return False, (f"could not read the metric {label} within {timeout:g}s: {error}"
+                       + (f" (last value read: {value:g}, want {want:g})" if value is not None else " (never read)"))
+    return value == want, f"the metric {label} is {value:g} (want {want:g})"
 
 
 # ---------------------------------------------------------------------------- failing requests, by autoscaler

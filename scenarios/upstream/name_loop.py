@@ -125,10 +125,10 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
                 "status") == "True" and x, 30, "Kueue's eviction")
             ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if owned_by(p, meta(wl)["uid"])], 30,
                      "the last request to go")
-            time.sleep(2)
-            never = not rec.ever(lambda s: workloads.admitted(s.workload) or (
-                jobs.started(s.job)))
-            held = rec.ever(lambda s: workloads.quota_reserved(s.workload))
+    # over the whole recording, from before the submission until the recorder stopped (it settles at its stop:
+    # what its watches still had to deliver of the window reaches it first), not at one moment
+    never = not rec.ever(lambda s: workloads.admitted(s.workload) or jobs.started(s.job))
+    held = rec.ever(lambda s: workloads.quota_reserved(s.workload))
     evicted_at = rec.first(lambda s: (condition(s.workload, EVICTED) or {}).get("status") == "True")
     made = [(t, o) for t, typ, o in w.changes if typ == "ADDED"]
     before = [o for t, o in made if t <= evicted_at + EVICTION_GRACE]

@@ -24,6 +24,7 @@ from k8s.keys import (DEMO_NAMESPACE, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL
                            REAL_CA_LEASE)
 from k8s.paths import POOLS_FILE, REPO
 from k8s.pools import load_pools, pools_to_configmap
+from k8s.tape import Tape
 
 from tests.cluster.conftest import wait_for
 
@@ -119,12 +120,31 @@ def test_a_name_race_lost_between_the_check_and_the_create_says_the_name_is_take
             k.delete(R.JOB, name, DEMO_NAMESPACE)
 
 
+AFTER = 1.0          # seconds a window of "nothing was created" stays open after the command returned
+
+
+def watched(k, kinds, namespace: str | None, name: str) -> Tape:
+    """A Tape (k8s/tape.py) of every change of objects named `name`: an absence is judged over all it saw, from
+    before the command to AFTER seconds after it, never by one read at the end."""
+    return Tape(k, kinds, namespace, keep=lambda o: o["metadata"].get("name") == name)
+
+
+def nothing_seen(tape: Tape) -> list[str]:
+    """Once the window has stayed open AFTER seconds, every change the tape saw (none: nothing was made)."""
+    end = time.time() + AFTER
+    wait_for(lambda: time.time() >= end, AFTER + 5, what="the window to close")
+    return [f"{typ} {o.get('kind', '')} {o['metadata'].get('name')}" for _, typ, o in list(tape.changes)]
+
+
 def test_submit_refused_by_preflight_creates_nothing(k, kubeconfig, ctx, unique):
     name = f"big-{unique}"
-    r = tau(kubeconfig, "submit", "--name", name, "--gang", "3x8")
+    with watched(k, [R.JOB, R.WORKLOAD], DEMO_NAMESPACE, name) as tape:
+        r = tau(kubeconfig, "submit", "--name", name, "--gang", "3x8")
+        made = nothing_seen(tape)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "preflight: gang needs 3 node(s) of gpupool (max 2): does not fit" in r.stdout
     assert "preflight refused the job; nothing was created" in r.stderr
+    assert made == [], f"a Job named {name} was created or changed, watched until {AFTER:g}s after submit: {made}"
     assert k.get_or_none(R.JOB, name, DEMO_NAMESPACE) is None
 
 
@@ -153,10 +173,13 @@ def test_a_namespace_that_does_not_exist(k, kubeconfig, unique):
     assert r.returncode == 1
     assert f"namespace '{ns}' does not exist, so job {ns}/job-x does not either" in r.stderr
     assert time.monotonic() - t0 < 30               # said at once, not after --grace
-    r = tau(kubeconfig, "submit", "--name", "job-x", "-n", ns, "--no-preflight")
-    assert r.returncode == 1 and f"namespace '{ns}' does not exist; nothing was created" in r.stderr
-    r = tau(kubeconfig, "preflight", "--gang", "2x8", "-n", ns)
-    assert r.returncode == 1 and f"namespace '{ns}' does not exist" in r.stdout
+    with watched(k, [R.NAMESPACE], None, ns) as tape:
+        r = tau(kubeconfig, "submit", "--name", "job-x", "-n", ns, "--no-preflight")
+        assert r.returncode == 1 and f"namespace '{ns}' does not exist; nothing was created" in r.stderr
+        r = tau(kubeconfig, "preflight", "--gang", "2x8", "-n", ns)
+        assert r.returncode == 1 and f"namespace '{ns}' does not exist" in r.stdout
+        made = nothing_seen(tape)
+    assert made == [], f"namespace {ns} was created, watched until {AFTER:g}s after the commands: {made}"
     assert k.get_or_none(R.NAMESPACE, ns) is None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -13,6 +14,7 @@ from k8s import job as jobs
 from k8s import resources as R
 from k8s.keys import MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import condition, is_true, parse_time
+from k8s.tape import Tape, by_revision
 from fake_ca.status import group_backoff
 from scenarios.harness import NS
 from tests.cluster.conftest import HOOK_DIR, wait_for
@@ -65,9 +67,49 @@ def nodes_of(k, uid):
     return [n for n in k.list(R.NODE)[0] if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
 
 
+NO_NODE_WINDOW = 3.0     # seconds after the fake's decision that "no node for it" is watched on (loops after it)
+
+
+@pytest.fixture
+def node_changes(k):
+    """Every node change from before the test's requests to its end (a Tape, k8s/tape.py): "no node was made" is
+    judged over all of it, not by one list at the end (a node made and deleted again, or made a moment later)."""
+    with Tape(k, [R.NODE]) as tape:
+        yield tape
+
+
+def nodes_ever_made(tape: Tape, uid: str, window: float = NO_NODE_WINDOW) -> list[str]:
+    """After `window` more seconds, every node the tape saw made for the request `uid` (none: none was)."""
+    end = time.time() + window
+    wait_for(lambda: time.time() >= end, window + 5, what=f"{window:g}s more of watching the nodes")
+    return [n["metadata"]["name"] for _, typ, n in list(tape.changes)
+            if typ == "ADDED" and (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
+
+
+def bound_to_a_booting_node(changes) -> list[str]:
+    """Every pod version bound to a node that was not Ready at that moment: the changes of nodes and pods replayed
+    in etcd's order (k8s/tape.py by_revision: two watches' order of arrival proves nothing)."""
+    ready: dict[str, bool] = {}
+    out = []
+    for _, typ, o in by_revision(changes):
+        name, node = o["metadata"]["name"], (o.get("spec") or {}).get("nodeName")
+        if o.get("kind") == "Node":
+            ready[name] = typ != "DELETED" and is_true(o, "Ready")
+        elif node and typ != "DELETED" and not ready.get(node, False):
+            out.append(f"pod {name} on {node} at rv {o['metadata'].get('resourceVersion')}")
+    return out
+
+
 def test_gang_gets_two_nodes_at_once_is_admitted_then_waits_for_them_to_boot(clean):
     """Provisioned=True as soon as the nodes are requested; Kueue admits; the nodes are NotReady (tainted)
     for the pool's bootSeconds, and the pods are scheduled only once they are Ready."""
+    with Tape(clean.k, [R.NODE, R.POD], NS) as tape:
+        gang_waits_for_its_nodes(clean)
+    early = bound_to_a_booting_node(tape.changes)
+    assert early == [], f"a pod was bound to a node before it was Ready: {early}"
+
+
+def gang_waits_for_its_nodes(clean) -> None:
     name = clean.new_name()
     clean.submit(name, "2x8", duration="3s")
     wl = clean.wait(lambda: (w := clean.k.list(R.WORKLOAD, NS)[0]) and is_true(w[0], "Admitted") and w[0],
@@ -98,7 +140,7 @@ def test_gang_gets_two_nodes_at_once_is_admitted_then_waits_for_them_to_boot(cle
     clean.wait_pool_empty(60)      # the pool returns to 0 after the Job ends
 
 
-def test_request_over_the_pools_max_creates_zero_nodes(by_hand, k):
+def test_request_over_the_pools_max_creates_zero_nodes(node_changes, by_hand, k):
     pr = by_hand(3)
     wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned"), 30, what="Provisioned condition")
     c = cond(k, pr["metadata"]["name"])
@@ -106,7 +148,7 @@ def test_request_over_the_pools_max_creates_zero_nodes(by_hand, k):
     assert c["Accepted"] == ("True", "Accepted", "ProvisioningRequest is accepted by ClusterAutoscaler")
     assert "Failed" not in c
     # the decision was made and written in one loop: no node was requested before it, none after
-    assert nodes_of(k, pr["metadata"]["uid"]) == []
+    assert nodes_ever_made(node_changes, pr["metadata"]["uid"]) == []
 
 
 def test_booking_expires_then_the_node_goes(by_hand, k):
@@ -123,7 +165,8 @@ def test_booking_expires_then_the_node_goes(by_hand, k):
 
 @pytest.mark.parametrize("case", ["unknown-class", "missing-template", "absurd-request", "bad-parameters",
                                   "template-in-another-namespace"])
-def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller(clean, by_hand, k, case):
+def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller(clean, node_changes, by_hand, k,
+                                                                                  case):
     if case == "unknown-class":
         pr = by_hand(1, cls="queued-provisioning.gke.io")
     elif case == "missing-template":
@@ -156,7 +199,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
                         "absurd-request": ("FailedToCreatePods", "nvidia.com/gpu"),
                         "bad-parameters": ("FailedToCreatePods", "fakeCABootSeconds")}[case]
             assert reason == expected[0] and expected[1] in message, (reason, message)
-        assert nodes_of(k, pr["metadata"]["uid"]) == []
+        assert nodes_ever_made(node_changes, pr["metadata"]["uid"]) == []
         assert heartbeat.alive(k, "fake-ca"), "the controller must survive malformed input"
     finally:
         k.delete(R.PROVREQ, name, NS)
@@ -248,11 +291,11 @@ def test_injected_revocation_makes_kueue_evict_the_admitted_workload(clean):
     clean.delete_job(name)
 
 
-def test_check_capacity_never_scales_up(by_hand, k):
+def test_check_capacity_never_scales_up(node_changes, by_hand, k):
     pr = by_hand(1, cls="check-capacity.autoscaling.x-k8s.io")
     wait_for(lambda: cond(k, pr["metadata"]["name"]).get("Provisioned"), 30, what="Provisioned condition")
     assert cond(k, pr["metadata"]["name"])["Provisioned"][:2] == ("False", "CapacityIsNotFound")
-    assert nodes_of(k, pr["metadata"]["uid"]) == []
+    assert nodes_ever_made(node_changes, pr["metadata"]["uid"]) == []
 
 
 def test_check_capacity_with_no_retry_fails_instead_of_retrying(by_hand, k):

@@ -1,21 +1,24 @@
 """Faults of the platform itself: the kube-apiserver killed (SIGKILL) and started again in the middle of
 a scale-up and in the middle of a deadline decision, and Kueue killed and started again while a request
 is pending.  The controllers resume from their informers' relist; no node is duplicated or leaked; the
-deadline protocol's invariants hold."""
+deadline protocol's invariants (demo/deadline/invariants.py) hold over every version of the Job and of its
+Workload that the test's recorder saw, through the fault."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from demo.cluster import backends
+from demo.deadline.invariants import History, violations
 from k8s import job as jobs
 from k8s import workload as workloads
 from k8s import heartbeat, hooks
 from k8s import resources as R
 from k8s.keys import DEADLINE_LEASE_PREFIX, FAKE_CA_LEASE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
-from k8s.objects import is_true
+from k8s.objects import is_true, meta, revision
 from scenarios import race
 from scenarios.controllers import READY_LINE, Controller
 from scenarios.recorder import Recorder
@@ -32,6 +35,43 @@ def fake_ca_log(ctx) -> str:
     return next(c for c in ctx.started if c.lease == "fake-ca").log_text()
 
 
+def history(rec: Recorder, name: str, deleted_by_controller: bool = False) -> History:
+    """Every version of the Job and of its Workload the recorder saw while the Job existed, as the invariant checker
+    reads them: the changes its watches delivered and what its samples showed (a version seen only in a relist
+    after the restart), in etcd's order; with deleted_by_controller, when it saw the Job go.  What Kueue writes on
+    the orphaned Workload after the Job's deletion (Finished=True/OwnerNotFound, which the checker would read as
+    admission won) is no part of the protocol: versions from the Job's deletion on (its revision, else the moment
+    the recorder saw it gone) are left out."""
+    samples = list(rec.samples)
+    job_uid = rec.job_uid
+    uids = {meta(o)["uid"] for _, s in samples for o in (s.job, s.workload) if o is not None}
+    changes = list(rec.tape.changes)
+    gone = rec.gone_at()
+    deletion = next((o for _, typ, o in changes if typ == "DELETED" and meta(o).get("uid") == job_uid), None)
+    seen = [(t, o) for t, s in samples for o in (s.job, s.workload) if o is not None]
+    seen += [(t, o) for t, typ, o in changes if typ != "DELETED" and meta(o).get("uid") in uids]
+    if deletion is not None:
+        seen = [(t, o) for t, o in seen if revision(o) < revision(deletion)]
+    elif gone is not None:
+        seen = [(t, o) for t, o in seen if t < gone]
+    versions = {(meta(o)["uid"], meta(o).get("resourceVersion")): o for _, o in seen}
+    ordered = sorted(versions.values(), key=revision)
+    gone = gone if deleted_by_controller else None
+    return History(name, [o for o in ordered if meta(o)["uid"] == job_uid],
+                   [o for o in ordered if meta(o)["uid"] != job_uid],
+                   datetime.fromtimestamp(gone, timezone.utc) if gone is not None else None)
+
+
+def assert_invariants(rec: Recorder, name: str, deleted_by_controller: bool = False) -> History:
+    """The deadline protocol's invariants over what the recorder saw of the Job; fails naming every violation."""
+    h = history(rec, name, deleted_by_controller)
+    assert h.jobs, f"the recorder saw no version of Job {name}: nothing to check the invariants on"
+    broken = violations(h, expect_deleted=deleted_by_controller)
+    assert broken == [], f"the deadline protocol's invariants broke over {len(h.jobs)} Job and " \
+                         f"{len(h.workloads)} Workload versions: {broken}"
+    return h
+
+
 def pool_nodes(k) -> list[dict]:
     return [n for n in k.list(R.NODE)[0] if n["metadata"]["name"].startswith("aks-gpupool")
             and not n["metadata"].get("deletionTimestamp")]
@@ -40,19 +80,24 @@ def pool_nodes(k) -> list[dict]:
 def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, unique):
     own_fake_ca("--hook-dir", str(HOOK_DIR), "--initial-backoff", "1s", "--initial-node-group-backoff", "2s")
     name = f"job-fault-{unique}"
-    # out of stock for 3s: the first attempt is refused, so the pause point is armed before the scale-up
-    clean.submit(name, "2x8", duration="3s", provreq={"fakeCAStockout": "3", "fakeCABootSeconds": "0"})
-    pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
-    key = f"{NS}/{pr['metadata']['name']}"
-    hooks.arm(HOOK_DIR, "node-created", key)
-    info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
-    assert info["of"] == 2
-    # while one create thread is parked after its node; the other's create is done, in flight or not yet
-    # sent, and the scale-up must end with exactly the gang's nodes either way (rolled back and retried)
-    restart("kube-apiserver")
-    hooks.release(HOOK_DIR, "node-created", key)
-    wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
-             what="Provisioned=True once the apiserver is back")
+    with Recorder(clean, name, None, interval=0.2) as rec:
+        # out of stock for 3s: the first attempt is refused, so the pause point is armed before the scale-up
+        clean.submit(name, "2x8", duration="3s", provreq={"fakeCAStockout": "3", "fakeCABootSeconds": "0"})
+        pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
+        key = f"{NS}/{pr['metadata']['name']}"
+        hooks.arm(HOOK_DIR, "node-created", key)
+        info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
+        assert info["of"] == 2
+        # while one create thread is parked after its node; the other's create is done, in flight or not yet
+        # sent, and the scale-up must end with exactly the gang's nodes either way (rolled back and retried)
+        restart("kube-apiserver")
+        hooks.release(HOOK_DIR, "node-created", key)
+        wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
+                 what="Provisioned=True once the apiserver is back")
+        wait_for(lambda: rec.tape.synced() and not rec.tape.errors()
+                 and rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted")), 60,
+                 what="the recorder, listing again after the restart, to see the Workload admitted")
+    assert_invariants(rec, name)
     mine = [n for n in pool_nodes(k)
             if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
     assert len(mine) == 2 and len(pool_nodes(k)) == 2, "exactly the gang's two nodes: none duplicated"
@@ -80,12 +125,15 @@ def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
             hooks.release(hook_dir, "before-commit", key)
             wait_for(lambda: rec.job_uid and k.get_or_none(R.JOB, name, NS) is None, 120,
                      what="commit, mirror, cleanup after the restart")
+            wait_for(lambda: rec.gone_at() is not None, 30, what="the recorder to see the Job deleted")
         wls = [s.workload for _, s in rec.samples if s.workload]
         seen_jobs = [s.job for _, s in rec.samples if s.job]
         assert any(workloads.committed_timeout(w) for w in wls), "the timeout was committed on the Workload"
         assert not any(is_true(w, "Admitted") for w in wls), "never admitted"
         assert any(jobs.mirrored(j) for j in seen_jobs), "mirrored before cleanup"
         assert not any(jobs.started(j) for j in seen_jobs), "never unsuspended"
+        h = assert_invariants(rec, name, deleted_by_controller=True)
+        assert any(jobs.mirrored(j) for j in h.jobs) and any(workloads.committed_timeout(w) for w in h.workloads)
         # the garbage collector (kube-controller-manager, through the restart too) removes the Workload
         # and its request once the Job is gone
         wait_for(lambda: not clean.leftovers(), 120, what="the Job's Workload and request to be collected")
@@ -102,7 +150,9 @@ def test_kueue_killed_while_a_request_is_pending(clean, k):
         restart("kueue")
         wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 120,
                  what="the Job to be admitted once capacity is back, and to complete")
+        wait_for(lambda: rec.ever(lambda s: is_true(s.job, "Complete")), 30, what="the recorder to see it complete")
     assert rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted"))
+    assert_invariants(rec, name)
     clean.delete_job(name)
 
 

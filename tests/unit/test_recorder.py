@@ -21,7 +21,7 @@ from demo.deadline import protocol as dl
 from k8s.keys import CLEANUP_AFTER_ANNOTATION, DECISION_ANNOTATION, TIMED_OUT
 from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event, Watch
-from k8s.poll import eventually
+from k8s.poll import eventually, pause
 from scenarios import recorder as recorder_mod
 from scenarios.harness import Context
 from scenarios.recorder import COMMIT_SIGHTING_MARGIN, LogFollower, Recorder, check_commit_bound, log_sources
@@ -189,14 +189,16 @@ def test_controllers_log_lines_about_the_jobs_objects_are_written(rec, tmp_path)
     assert len(got) == 3 and len(got[2][1]) == recorder_mod.LOG_LINE_MAX
 
 
-def test_a_log_file_that_appears_later_is_read_from_its_start(tmp_path, monkeypatch):
+def test_a_log_file_that_appears_later_is_read_from_its_start(tmp_path):
     files: dict = {}
-    follower = LogFollower(lambda: dict(files))
+    now = [100.0]
+    follower = LogFollower(lambda: dict(files), clock=lambda: now[0])
     late = tmp_path / "deadline-race.log"
     late.write_text("10:00:00 deadline: caches synced; ready\n")
     files[late] = "deadline"
-    assert follower.new_lines() == []                          # looked again only after a second
-    monkeypatch.setattr(recorder_mod.time, "monotonic", lambda: 1e12)
+    now[0] = 101.0
+    assert follower.new_lines() == []                          # looked again only after more than a second
+    now[0] = 101.01
     assert follower.new_lines() == [("deadline", "10:00:00 deadline: caches synced; ready")]
 
 
@@ -314,8 +316,9 @@ def test_a_commit_never_seen_fails_with_what_was_waited_for_not_nan():
 
 def test_the_waits_are_on_the_real_clocks_unless_a_test_gives_others():
     for f, clocks in ((check_commit_bound, ("now", "clock", "sleep")), (Recorder.seen, ("clock", "sleep")),
-                      (eventually, ("clock", "sleep"))):
-        defaults = {"now": time.time, "clock": time.monotonic, "sleep": time.sleep}
+                      (eventually, ("clock", "sleep")), (LogFollower, ("clock",))):
+        # poll's own waits sleep with poll.pause: time.sleep's real clock, which an interrupt ends (k8s/poll.py)
+        defaults = {"now": time.time, "clock": time.monotonic, "sleep": pause if f is eventually else time.sleep}
         assert [inspect.signature(f).parameters[p].default for p in clocks] == [defaults[p] for p in clocks], f
 
 

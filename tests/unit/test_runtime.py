@@ -3,6 +3,7 @@ informer cache, and run_loop's workers."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 
@@ -24,26 +25,45 @@ def owners(o):
 
 # ---------------------------------------------------------------------------- WorkQueue
 
+class Clock:
+    """A WorkQueue's clock that moves only when the test moves it; `look` asks the queue once, without waiting."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.looking: threading.Event | None = None
+
+    def __call__(self) -> float:
+        if self.looking is not None:       # the queue reads the clock once per look: stop after this one
+            self.looking.set()
+        return self.now
+
+    def look(self, q: WorkQueue) -> str | None:
+        """What the queue hands out now (its due timers fired), or None: nothing ready at this time."""
+        self.looking = threading.Event()
+        try:
+            return q.get(self.looking, 0)
+        finally:
+            self.looking = None
+
+
 def test_a_key_waits_in_the_queue_once():
-    q = WorkQueue()
+    clock = Clock()
+    q = WorkQueue(clock)
     for k in ("a", "b", "a", "a"):
         q.add(k)
-    assert [q.get(STOP, 0.01), q.get(STOP, 0.01)] == ["a", "b"]
-    stop = threading.Event()                    # nothing else is ready
-    threading.Timer(0.05, stop.set).start()
-    assert q.get(stop, 0.01) is None
+    assert [clock.look(q), clock.look(q)] == ["a", "b"]
+    assert clock.look(q) is None                # nothing else is ready
 
 
 def test_a_key_is_never_handed_to_two_workers_and_is_handed_out_again_after_done():
-    q = WorkQueue()
+    clock = Clock()
+    q = WorkQueue(clock)
     q.add("a")
-    assert q.get(STOP) == "a"
+    assert clock.look(q) == "a"
     q.add("a")                                 # an event while a worker holds it
-    stop = threading.Event()
-    threading.Timer(0.05, stop.set).start()
-    assert q.get(stop, 0.01) is None           # not handed to a second worker
+    assert clock.look(q) is None               # not handed to a second worker
     q.done("a")
-    assert q.get(STOP) == "a"                  # but not lost either
+    assert clock.look(q) == "a"                # but not lost either
 
 
 def test_urgent_keys_go_first_and_an_urgent_add_overtakes_a_queued_key():
@@ -66,26 +86,36 @@ def test_an_urgent_add_while_processing_comes_back_urgent():
 
 
 def test_only_the_earliest_timer_of_a_key_is_kept_and_it_fires_once():
-    q = WorkQueue()
+    clock = Clock()
+    q = WorkQueue(clock)
     q.add("reference", after=0.2)
     q.add("a", after=0.4)
     q.add("a", after=0.05)                     # earlier: replaces the 0.4 s timer
     q.add("a", after=0.3)                      # later: dropped
-    assert [q.get(STOP, 0.5), q.get(STOP, 0.5)] == ["a", "reference"]
+    clock.now = 0.049
+    assert clock.look(q) is None               # not before its time
+    clock.now = 0.05
+    assert clock.look(q) == "a"
+    clock.now = 0.2
+    assert clock.look(q) == "reference"
     q.done("a")
     q.done("reference")
-    stop = threading.Event()
-    threading.Timer(0.6, stop.set).start()
-    assert q.get(stop, 0.05) is None           # the 0.3 s and 0.4 s timers of "a" are gone
+    clock.now = 10.0
+    assert clock.look(q) is None               # the 0.3 s and 0.4 s timers of "a" are gone
 
 
 def test_an_urgent_timer_fires_into_the_urgent_lane():
-    q = WorkQueue()
+    clock = Clock()
+    q = WorkQueue(clock)
     q.add("routine")
     q.add("deadline", after=0.05, urgent=True)
-    time.sleep(0.08)
-    assert q.get(STOP) == "deadline"
-    assert q.get(STOP) == "routine"
+    clock.now = 0.05
+    assert clock.look(q) == "deadline"
+    assert clock.look(q) == "routine"
+
+
+def test_a_work_queue_keeps_time_on_the_monotonic_clock_unless_a_test_gives_another():
+    assert inspect.signature(WorkQueue).parameters["clock"].default is time.monotonic
 
 
 # ---------------------------------------------------------------------------- Store

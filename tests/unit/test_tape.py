@@ -3,6 +3,9 @@ etcd revision, versions, first/ever), and a Tape fed by hand as its watches woul
 
 from __future__ import annotations
 
+import inspect
+import time
+
 import pytest
 
 from k8s import tape
@@ -201,21 +204,59 @@ def test_nothing_is_recorded_after_the_stop_not_even_what_the_watches_still_deli
     assert [c[2]["metadata"]["name"] for c in t.changes] == ["j1"]
 
 
+class SettleTime:
+    """A tape's clock and sleep that move only when it sleeps; `at(t, action)` runs action once time reaches t
+    (what a watch delivers meanwhile)."""
+
+    def __init__(self, now: float = 100.0):
+        self.now, self.start, self.slept, self.pending = now, now, [], []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+        for due, action in list(self.pending):
+            if self.now >= due:
+                self.pending.remove((due, action))
+                action()
+
+    def at(self, t: float, action) -> None:
+        self.pending.append((self.start + t, action))
+
+
+def settling(fake: SettleTime, project) -> Tape:
+    t = synced(Tape(None, (JOB, WORKLOAD), "ns", project=project, settle=True, clock=fake.clock, sleep=fake.sleep))
+    for res in (JOB, WORKLOAD):
+        t.stores[res.plural].handle(Event.SYNCED, {})
+    return t
+
+
 def test_a_settling_tape_records_what_comes_while_its_watches_are_still_busy_then_stops():
-    import threading
-    import time
-    t = synced(fed(project=lambda stores: sorted(o["metadata"]["name"] for o in stores[JOB.plural].items())))
-    t.settle = True
+    fake = SettleTime()
+    t = settling(fake, lambda stores: sorted(o["metadata"]["name"] for o in stores[JOB.plural].items()))
     t.stores[JOB.plural].handle(Event.ADDED, wl("j1", 2))
-    late = threading.Timer(0.3, lambda: t.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 3)))
-    late.start()                        # what a faster channel already showed, delivered 0.3 s into the stop
-    t0 = time.monotonic()
+    # what a faster channel already showed, delivered 0.3 s into the stop
+    fake.at(0.3, lambda: t.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 3)))
     t.__exit__(None, None, None)
-    took = time.monotonic() - t0
     assert [o["metadata"]["resourceVersion"] for _, _, o in t.changes] == ["2", "3"], "the late change recorded"
-    assert tape.SETTLE_QUIET + 0.3 - 0.05 <= took <= tape.SETTLE_MAX + 0.5, took
-    quiet = synced(fed(project=lambda stores: 0))
-    quiet.settle = True
-    t0 = time.monotonic()
+    took = fake.now - fake.start
+    # quiet for SETTLE_QUIET after the late change, which came at the first look at or after 0.3 s
+    assert tape.SETTLE_QUIET + 0.3 <= took <= tape.SETTLE_QUIET + 0.3 + 2 * tape.SEEN_INTERVAL + 1e-6, took
+    assert t.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 4)) is None and len(t.changes) == 2, "then it stopped"
+    busy = SettleTime()
+    b = settling(busy, lambda stores: 0)
+    for i in range(40):                 # a change every 0.1 s for 4 s: it stops at SETTLE_MAX all the same
+        busy.at(0.1 * i, lambda i=i: b.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 10 + i)))
+    b.last_change = busy.now
+    b.__exit__(None, None, None)
+    assert tape.SETTLE_MAX - 1e-6 <= busy.now - busy.start <= tape.SETTLE_MAX + tape.SEEN_INTERVAL + 1e-6
+    quiet_time = SettleTime()
+    quiet = settling(quiet_time, lambda stores: 0)
     quiet.__exit__(None, None, None)
-    assert time.monotonic() - t0 < tape.SETTLE_QUIET, "no change for long: nothing to wait for"
+    assert quiet_time.slept == [], "no change for long: nothing to wait for"
+
+
+def test_a_tape_settles_on_the_monotonic_clock_unless_a_test_gives_another():
+    assert inspect.signature(Tape).parameters["clock"].default is time.monotonic

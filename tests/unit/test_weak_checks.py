@@ -1,0 +1,118 @@
+"""Checks that cannot claim more than they check (issue 37): an upstream report's verdict is no check, a scenario
+with no check of its own fails, and Kueue's eviction metric read with a transient error is retried within its bound
+and then a failed check that says it could not be read, never a silent pass."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from demo.cluster.kueue_metrics import MetricsUnavailable, NotServed
+from scenarios import toolbox
+from scenarios.harness import Context
+from scenarios.kueue_specs.kit import METRIC_INTERVAL, METRIC_TIMEOUT, metric_verdict
+from scenarios.record import Report, Scenario
+from scenarios.runner import run_one
+
+REPORT = Report("kubernetes-sigs/kueue#0", "a report", "it happens", "open")
+LABEL = 'kueue_evicted_workloads_total{cluster_queue="spec-6"}'
+
+
+def context() -> Context:
+    return Context(None, "", out=io.StringIO())       # nothing here reads the cluster
+
+
+def test_a_verdict_is_recorded_and_said_but_is_no_check():
+    ctx = context()
+    toolbox.verdict(ctx, REPORT, True, "seen twice", "layer 3")
+    assert ctx.checks == []
+    [v] = ctx.verdicts
+    assert (v.number, v.reproduced, v.evidence, v.layer) == (REPORT.number, True, "seen twice", "layer 3")
+    assert "REPRODUCES here on Kueue v0.19.2: seen twice" in ctx.out.getvalue()
+    assert "PASS" not in ctx.out.getvalue()
+
+
+def test_a_scenario_whose_only_word_is_a_verdict_fails():
+    def run(ctx):
+        toolbox.verdict(ctx, REPORT, False, "nothing seen", "none")
+    name, ok, detail = run_one(context(), Scenario("upstream-0", "upstream", "a report", run, report=REPORT))
+    assert (name, ok) == ("upstream-0", False)
+    assert detail.startswith("0 checks passed")
+
+
+def test_a_scenario_passes_on_its_own_checks_beside_the_verdict():
+    def run(ctx):
+        ctx.check(True, "observed")
+        toolbox.verdict(ctx, REPORT, False, "nothing seen", "none")
+    assert run_one(context(), Scenario("upstream-0", "upstream", "a report", run, report=REPORT))[1] is True
+
+
+class FakeTime:
+    def __init__(self):
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.now += s
+
+
+def reads(*answers):
+    """read() giving each answer in turn (an exception is raised), the last one for ever after; and the calls."""
+    calls = []
+
+    def read():
+        got = answers[min(len(calls), len(answers) - 1)]
+        calls.append(got)
+        if isinstance(got, Exception):
+            raise got
+        return got
+    return read, calls
+
+
+def verdict(read, want=1.0):
+    t = FakeTime()
+    return metric_verdict(read, LABEL, want, clock=t.clock, sleep=t.sleep), t
+
+
+def test_the_metric_read_at_once():
+    read, calls = reads(1.0)
+    assert verdict(read)[0] == (True, f"the metric {LABEL} is 1 (want 1)")
+    assert len(calls) == 1
+
+
+def test_a_transient_error_is_read_again_within_the_bound():
+    read, calls = reads(MetricsUnavailable("no token: 503"), 0.0, 1.0)
+    got, t = verdict(read)
+    assert got == (True, f"the metric {LABEL} is 1 (want 1)")
+    assert len(calls) == 3 and t.slept == [METRIC_INTERVAL, METRIC_INTERVAL]
+
+
+def test_a_metric_never_read_is_a_failed_check_saying_so():
+    read, calls = reads(MetricsUnavailable("Kueue's metrics on 127.0.0.1:1: refused"))
+    got, t = verdict(read)
+    assert got == (False, f"could not read the metric {LABEL} within {METRIC_TIMEOUT:g}s: Kueue's metrics on "
+                          "127.0.0.1:1: refused (never read)")
+    assert t.now == METRIC_TIMEOUT and len(calls) == METRIC_TIMEOUT / METRIC_INTERVAL + 1
+
+
+def test_an_error_at_the_end_fails_even_after_a_value_was_read():
+    read, _ = reads(0.0, MetricsUnavailable("no answer"))
+    assert verdict(read)[0] == (False, f"could not read the metric {LABEL} within {METRIC_TIMEOUT:g}s: no answer "
+                                       "(last value read: 0, want 1)")
+
+
+def test_a_wrong_value_fails_with_the_value():
+    read, _ = reads(0.0)
+    assert verdict(read)[0] == (False, f"the metric {LABEL} is 0 (want 1)")
+
+
+def test_a_metric_this_cluster_does_not_serve_is_not_asked_again():
+    read, calls = reads(NotServed("Kueue serves no metrics on loopback on the kind backend"))
+    with pytest.raises(NotServed):
+        verdict(read)
+    assert len(calls) == 1
