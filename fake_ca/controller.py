@@ -1,5 +1,7 @@
 """The fake Cluster Autoscaler's loop: read (informer caches) -> decide (lifecycle.plan_loop and
-scaledown, pure) -> apply.  This module only reads, calls the pure step and applies what it returns.
+scaledown, pure) -> apply.  This module only reads, calls the pure step and applies what it returns;
+what it sends and when (the write bodies, the status ConfigMap's pace, the pod events that wake the loop)
+is outbox.py's, pure.
 
 Like the real autoscaler's RunOnce: one ProvisioningRequest per loop; the next loop runs at once
 after a loop that processed one (or scaled down), otherwise after --scan-interval, or when an
@@ -18,18 +20,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from k8s import heartbeat
-from k8s import node as nodes_
 from k8s.client import Kube
 from k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from k8s.hooks import Hooks
-from k8s.keys import (CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER, POD_SCHEDULED,
-                           TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
-from k8s.objects import condition, created_at, deleting, format_time, meta, name_of, spec, utcnow
+from k8s.keys import (CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER, TO_BE_DELETED_TAINT,
+                      UNNEEDED_ANNOTATION)
+from k8s.objects import format_time, meta, name_of, utcnow
 from k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
 from k8s.runtime import Store
 from k8s.watch import Event, wait_for_caches
 
-from . import booking, lifecycle, planner, scaledown, status
+from . import booking, lifecycle, outbox, planner, scaledown, status
 from . import conditions as C
 from . import nodes as vm
 from k8s.pools import Pool, node_manifest, pools_to_configmap
@@ -38,7 +39,6 @@ from .request import Request, request_from_objects
 log = logging.getLogger("fake-ca")
 
 MAX_PARALLEL_CREATES = 16
-RECENT_POD_SECONDS = 10          # loop/trigger.go maxPodChangeAge
 
 
 class NotADemoCluster(RuntimeError):
@@ -80,27 +80,18 @@ class FakeCA:
 
     # ------------------------------------------------------------------ observe
     def _on_pod(self, typ: str, pod: dict) -> None:
-        """loop/trigger.go: a recently created unschedulable pod wakes the loop."""
-        if typ == Event.DELETED or spec(pod).get("nodeName") or deleting(pod):
-            return
-        c = condition(pod, POD_SCHEDULED)
-        created = created_at(pod)
-        if c and c.get("status") == "False" and created and \
-                (self.now() - created).total_seconds() < RECENT_POD_SECONDS:
+        """loop/trigger.go: a recently created unschedulable pod wakes the loop (outbox.wakes)."""
+        if typ != Event.DELETED and outbox.wakes(pod, self.now()):
             self.wake.set()
 
     def cluster(self) -> lifecycle.Cluster:
-        templates = {(meta(t).get("namespace"), meta(t).get("name")): t for t in self.templates.items()}
-        return lifecycle.Cluster(self.provreqs.items(), templates, self.nodes.items(), self.pods.items(),
+        return lifecycle.Cluster(self.provreqs.items(), outbox.templates_by_key(self.templates.items()), self.nodes.items(), self.pods.items(),
                                  parse=self._parse)
 
     def _parse(self, pr: dict, templates: dict[str, dict]) -> Request:
         """request_from_objects, remembered per request UID for as long as neither the request nor its
         PodTemplates change (booking re-reads every booked request every loop)."""
-        refs = tuple(sorted(str(((ps or {}).get("podTemplateRef") or {}).get("name")) for ps in
-                            spec(pr).get("podSets") or [] if isinstance(ps, dict)))
-        version = (meta(pr).get("resourceVersion"),
-                   tuple((r, meta(templates.get(r)).get("resourceVersion")) for r in refs))
+        version = outbox.parse_version(pr, templates)
         uid = meta(pr).get("uid", "")
         hit = self._parsed.get(uid)
         if hit is not None and hit[0] == version:
@@ -138,10 +129,7 @@ class FakeCA:
         node group's scale-up status did (backoff), else at most once a second (node counts)."""
         now = self.now()
         doc = status.status_document(self.pools, self.nodes.items(), self.memory.groups, now)
-        if doc == self._status:
-            return
-        urgent = self._status is None or status.scale_up_states(doc) != status.scale_up_states(self._status)
-        if not urgent and time.monotonic() - self._status_written < 1.0:
+        if not outbox.status_due(doc, self._status, time.monotonic() - self._status_written):
             return
         try:
             self.k.apply(CONFIG_MAP, status.configmap(doc, now), field_manager=FAKE_CA_FIELD_MANAGER)
@@ -179,29 +167,19 @@ class FakeCA:
         """Apply one write; the object as written, or None when the request changed or went away.
         `base`: the object as returned by this loop's previous write of the same request (its
         resourceVersion), for a decision that follows that write."""
-        pr = w.provreq if base is None else {**base, "status": {**(base.get("status") or {}),
-                                                                 "conditions": w.conditions}}
-        md = pr["metadata"]
-        key = name_of(pr)
+        apply, body = outbox.status_write(w, base)
+        key = name_of(body)
         try:
-            if w.apply:
-                st: dict = {"conditions": [w.condition]}
-                if w.details:
-                    st["provisioningClassDetails"] = w.details
-                body = PROVREQ.new(md["name"], md["namespace"], uid=md["uid"], status=st)
+            if apply:
                 out = self.k.apply(PROVREQ, body, CA_FIELD_MANAGER, subresource="status")
             else:
-                body = {**pr, "metadata": {k: v for k, v in md.items() if k != "managedFields"},
-                        "status": {**(pr.get("status") or {}), "conditions": w.conditions}}
                 out = self.k.replace_status(PROVREQ, body, field_manager=CA_FIELD_MANAGER)
         except (NotFound, Conflict) as e:
             log.info("provreq %s: not written (%s): gone or changed since it was read; the next loop reads it again",
                      key, type(e).__name__)
             return None
         self.provreqs.put(out)
-        c = w.condition
-        log.info("%s [%s=%s/%s, rv %s]", w.why, c["type"], c["status"], c["reason"],
-                 out["metadata"].get("resourceVersion"))
+        log.info("%s", outbox.written_line(w, out))
         return out
 
     def _delete_request(self, d: lifecycle.Delete) -> None:
@@ -223,14 +201,7 @@ class FakeCA:
             log.info("%s", text)
 
     def _new_names(self, pool: Pool, count: int) -> list[str]:
-        taken = {meta(n).get("name") for n in self.nodes.items()}
-        names = []
-        while len(names) < count:
-            n = f"{pool.name_prefix}{self.rng.randrange(10 ** 6):06d}"
-            if n not in taken:
-                taken.add(n)
-                names.append(n)
-        return names
+        return outbox.new_names(pool, count, {meta(n).get("name") for n in self.nodes.items()}, self.rng)
 
     def _create_nodes(self, key: str, uid: str, up: lifecycle.ScaleUp) -> tuple[list[str], str]:
         """Create every node of the scale-up, concurrently, or none: if a create fails, the nodes made
@@ -295,8 +266,7 @@ class FakeCA:
         for n in plan.taint:
             log.info("scale-down: tainting %s %s; deleting it in %.0fs", n, TO_BE_DELETED_TAINT,
                      self.opts.node_delete_delay_after_taint)
-            self._taint_node(n, {"key": TO_BE_DELETED_TAINT, "value": scaledown.taint_value(now),
-                                 "effect": "NoSchedule"})
+            self._taint_node(n, outbox.to_be_deleted(now))
         for n in plan.untaint:
             log.info("scale-down: %s is needed again; removing %s", n, TO_BE_DELETED_TAINT)
             self._taint_node(n, None)
@@ -304,9 +274,8 @@ class FakeCA:
             log.info("scale-down: deleting %s: %s", n, plan.why.get(n, ""))
             self._delete_node(n)
         if plan.delete:
-            left = [n for n in nodes if meta(n).get("name") not in plan.delete]
-            for p in self.pools:
-                log.info("scale-down: node pool %s: %d/%d nodes", p.name, len(nodes_.of_pool(left, p.name)), p.max_nodes)
+            for line in outbox.pool_lines(nodes, plan.delete, self.pools):
+                log.info("%s", line)
         return bool(plan.delete)
 
     def _taint_node(self, name: str, taint: dict | None) -> None:
@@ -314,9 +283,8 @@ class FakeCA:
         node = next((n for n in self.nodes.items() if meta(n).get("name") == name), None)
         if node is None:
             return
-        kept = [t for t in spec(node).get("taints") or [] if t.get("key") != TO_BE_DELETED_TAINT]
         try:
-            self.nodes.put(self.k.patch(NODE, name, {"spec": {"taints": kept + ([taint] if taint else [])}},
+            self.nodes.put(self.k.patch(NODE, name, {"spec": {"taints": outbox.taints_with(node, taint)}},
                                         resource_version=meta(node).get("resourceVersion")))
         except (ApiError, Unreachable) as e:
             log.warning("tainting node %s failed (%s); the next loop tries again", name, e)
@@ -335,14 +303,7 @@ class FakeCA:
         if not wait_for_caches(watches, stop, log, "fake-ca"):
             return
         self.publish_pools()
-        o = self.opts
-        log.info("fake-ca: one ProvisioningRequest per loop, loops %.1fs apart when idle (--scan-interval); "
-                 "request backoff %.0f..%.0fs, node-group backoff %.0f..%.0fs, max node provision time %.0fs, "
-                 "booking %.0fs, scale-down after %.0fs unneeded, requests deleted %.0fs after Provisioned/Failed; "
-                 "ValidUntilSeconds %s",
-                 o.scan_interval, o.initial_backoff, o.max_backoff, o.initial_node_group_backoff, o.max_node_group_backoff,
-                 o.max_node_provision_time, o.booking, o.scale_down_unneeded, o.terminal_ttl,
-                 "HONOURED (differs from the real CA)" if o.honor_valid_until else "ignored (like the real CA)")
+        log.info("%s", outbox.options_line(self.opts))
         log.info("fake-ca: caches synced; ready")
         hb = heartbeat.start(self.k, FAKE_CA_LEASE, stop)       # alive = synced and deciding
         if ready:
