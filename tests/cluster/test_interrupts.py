@@ -96,8 +96,10 @@ def test_an_interrupted_command_exits_as_interrupted_and_leaves_nothing(name, ku
         code, output = interrupt_once(kubeconfig, name, sig, moment, tmp_path / f"{i}.log")
         print(f"[interrupts] {what}: exit {code}; {output.strip().splitlines()[-1] if output.strip() else ''}",
               file=sys.stderr)
-        assert code == 128 + sig, f"{what}: exit {code}, not {128 + sig}:\n{output[-3000:]}"
-        assert "interrupted (" in output, f"{what}: it did not say it was interrupted:\n{output[-3000:]}"
+        # -sig: the signal came while Python was still starting the command (its imports take about 2 s on a busy
+        # machine), before it could handle it, and ended the process itself, which a shell shows as 128 + sig too
+        assert code in (128 + sig, -sig), f"{what}: exit {code}, not {128 + sig}:\n{output[-3000:]}"
+        assert code == -sig or "interrupted (" in output, f"{what}: it did not say it was interrupted:\n{output[-3000:]}"
         # at its exit and over the window after it: nothing it made is there, nothing comes back
         with Tape(k, (JOB, WORKLOAD, PROVREQ, NODE)) as tape:
             assert runner.made_by_harness(ctx) == [], f"{what}: left behind\n{output[-3000:]}"
