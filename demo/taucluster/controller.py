@@ -1,5 +1,6 @@
 """The TauCluster controller: observe (informer caches of the TauClusters and of the five kinds of Kueue object a
-profile stands for) → decide (plan.py, pure) → apply (k8s.client).
+profile stands for) → decide (plan.py, pure; the bodies, the finalizer, the status and the next look: patches.py,
+pure) → apply (k8s.client).
 
 Keyed by TauCluster name, a few workers, never one key on two at once.  Who may write an object is decided over
 every TauCluster's profiles (plan.refusals: one holder per object; the other claims are refused, Conflict, and
@@ -22,13 +23,14 @@ from typing import Callable
 from k8s import heartbeat
 from k8s.client import Kube
 from k8s.errors import ApiError, Conflict, NotFound
-from k8s.keys import MODE_EXTERNAL, MODE_MANAGE, TAUCLUSTER_FINALIZER, TAUCLUSTER_LEASE
+from k8s.keys import MODE_MANAGE, TAUCLUSTER_LEASE
 from k8s.objects import Obj, deleting, format_time, meta, utcnow
 from k8s.objects import name as name_of
 from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR, TAUCLUSTER
 from k8s.runtime import Store, WorkQueue, run_loop
 from k8s.watch import wait_for_caches
 
+from . import patches
 from . import plan as P
 from .profile import BadProfile, objects, parse_all
 
@@ -36,7 +38,6 @@ log = logging.getLogger("taucluster")
 
 KINDS = {r.kind: r for r in (RESOURCE_FLAVOR, PROVREQ_CONFIG, ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE)}
 RESYNC = 10.0
-NOT_READY_AGAIN = 2.0          # a profile not ready is looked at again this soon (Kueue's Active comes by itself)
 
 
 class TauClusterController:
@@ -76,9 +77,9 @@ class TauClusterController:
             log.warning("taucluster %s: %s; nothing done", name, e)
             self._status(tc, [], str(e))
             return None
-        if mode != MODE_EXTERNAL and TAUCLUSTER_FINALIZER not in (meta(tc).get("finalizers") or []):
-            tc = self._patch_tc(tc, {"metadata": {"finalizers": [*(meta(tc).get("finalizers") or []),
-                                                                  TAUCLUSTER_FINALIZER]}})
+        finalizer = patches.finalizer_added(tc, mode)
+        if finalizer is not None:
+            tc = self._patch_tc(tc, finalizer)
             if tc is None:
                 return 0.2
         by_key = {P.key(o): o for o in found}
@@ -91,7 +92,7 @@ class TauClusterController:
         self._status(tc, plans, "")
         if not done:
             return 0.2                          # a write was refused on a stale read: look again at once
-        return NOT_READY_AGAIN if writes or not all(pl.ready.status for pl in plans) else None
+        return patches.next_look(writes, plans)
 
     def _release(self, tc: Obj, mode: str, found: list[Obj]) -> float | None:
         name = name_of(tc)
@@ -100,10 +101,10 @@ class TauClusterController:
             return 0.2
         if writes:
             return 0.5                          # wait for the watch to show them gone before letting go
-        left = [f for f in meta(tc).get("finalizers") or [] if f != TAUCLUSTER_FINALIZER]
-        if len(left) != len(meta(tc).get("finalizers") or []):
+        finalizer = patches.finalizer_removed(tc)
+        if finalizer is not None:
             log.info("taucluster %s: deleted; nothing of it is left, its finalizer goes", name)
-            self._patch_tc(tc, {"metadata": {"finalizers": left or None}})
+            self._patch_tc(tc, finalizer)
         return None
 
     def _write(self, name: str, w: P.SetupWrite) -> bool:
@@ -115,12 +116,9 @@ class TauClusterController:
         try:
             if w.verb == "create":
                 self._keep(res, self.k.create(res, w.obj, ns))
-            elif w.verb == "update":
-                self._keep(res, self.k.patch(res, md["name"], {"spec": w.obj["spec"]}, ns,
+            elif w.verb in ("update", "adopt", "release"):
+                self._keep(res, self.k.patch(res, md["name"], patches.write_body(w), ns,
                                              resource_version=md.get("resourceVersion")))
-            elif w.verb in ("adopt", "release"):
-                body = {"metadata": {k: md[k] for k in ("labels", "annotations") if k in md}}
-                self._keep(res, self.k.patch(res, md["name"], body, ns, resource_version=md.get("resourceVersion")))
             elif w.verb == "delete":
                 self.k.delete(res, md["name"], ns, uid=md.get("uid"), resource_version=md.get("resourceVersion"))
             return True
@@ -140,16 +138,11 @@ class TauClusterController:
         return out
 
     def _status(self, tc: Obj, plans: list[P.ProfilePlan], invalid: str) -> None:
-        old = (tc.get("status") or {})
-        now = format_time(self.now())
-        new = {"mode": (tc.get("spec") or {}).get("mode"), "observedGeneration": meta(tc).get("generation"),
-               "profiles": P.conditions(plans, old.get("profiles") or [], now, meta(tc).get("generation")),
-               **({"invalid": invalid} if invalid else {})}
-        if old == new:
+        patch = patches.status_patch(tc, plans, invalid, format_time(self.now()))
+        if patch is None:
             return
         try:
-            self.tauclusters.put(self.k.patch_status(TAUCLUSTER, name_of(tc), {"status": {**new, "invalid": invalid
-                                                                                          or None}}))
+            self.tauclusters.put(self.k.patch_status(TAUCLUSTER, name_of(tc), patch))
         except (NotFound, ApiError) as e:
             log.warning("taucluster %s: status not written: %s", name_of(tc), e)
 
