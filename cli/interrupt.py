@@ -47,9 +47,11 @@ def _raise(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | None) -> Iterator[None]:
+def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | None,
+                          makes: bool = True) -> Iterator[None]:
     """Run the block; on SIGINT, SIGTERM or SIGHUP stop what it started, remove what the harness made on the
-    cluster (kubeconfig, context) and exit 128 + the signal's number."""
+    cluster (kubeconfig, context) and exit 128 + the signal's number.  A command that `makes` nothing (it only
+    reads, as `tau-demo watch`) only says it was interrupted and exits so."""
     before = {s: signal.getsignal(s) for s in SIGNALS}
     for s in SIGNALS:
         signal.signal(s, _raise)
@@ -57,7 +59,10 @@ def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | N
         yield
     except KeyboardInterrupt:         # Interrupted, or poll.Cancelled raised by a wait it unwound through
         signum = _received[0] if _received else signal.SIGINT
-        _clean_up(command, kubeconfig, context, signum)
+        if makes:
+            _clean_up(command, kubeconfig, context, signum)
+        else:
+            click.echo(f"\n{command}: interrupted ({signal.Signals(signum).name}); it made nothing", err=True)
         sys.exit(exit_code(signum))
     finally:
         for s, handler in before.items():

@@ -24,6 +24,7 @@ from demo.timeline import log as event_log
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
 from demo.timeline.log import EventLog
+from .interrupt import cleaning_on_interrupt
 from .options import deadline_text, duration, duration_text, fail, kube_options
 
 WATCH_GRACE = "10s"      # how long `watch` waits for a Job that does not exist before saying so
@@ -179,8 +180,9 @@ def watch_cmd(kube_client, kubeconfig, job, namespace, until, timeout, grace, wa
         if not wait and observe.namespace_exists(kube_client, namespace) is False:
             fail(f"namespace {namespace!r} does not exist, so job {namespace}/{job} does not either "
                  f"(pass --wait to wait for it)")
-        view = follow(kube_client, namespace, job, until, timeout, on_snapshot=record,
-                      appear_within=None if wait else grace)
+        with cleaning_on_interrupt("tau-demo watch", kubeconfig, kube_client.context, makes=False):
+            view = follow(kube_client, namespace, job, until, timeout, on_snapshot=record,
+                          appear_within=None if wait else grace)
     except JobNotFound as e:
         fail(f"{e}; list the Jobs with `kubectl get jobs -n {namespace}`, or pass --wait to wait until it "
              "is created")

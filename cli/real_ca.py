@@ -71,7 +71,7 @@ def real_ca_cmd(kube_client, kubeconfig, pools_file, scan_interval, scale_down_u
     ca = RealCA(k, kc, pools, settings, Path(binary) if binary else CLUSTER_AUTOSCALER_BINARY.bin_dir / "cluster-autoscaler",
                 Path(log_file) if log_file else default_log())
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     try:
         ca.run(stop, ready_timeout)

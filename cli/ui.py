@@ -71,7 +71,7 @@ def ui_cmd(port, runs_dir, replay):
     async def main():
         task = asyncio.create_task(server.serve())
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, server.stop_soon)
         await task
     asyncio.run(main())

@@ -112,3 +112,16 @@ def test_a_signal_ends_the_run_and_its_threads_waits_and_exits_with_its_code(sig
     assert f"the child: interrupted ({signal.Signals(sig).name})" in out, out
     assert "thread ended" in out, out
     assert f"`{CLEAN_COMMAND}` removes what is left" in out, out      # its cluster did not answer: it says so
+
+
+@pytest.mark.subprocess
+def test_a_command_that_makes_nothing_says_so_and_exits_as_interrupted(tmp_path):
+    child = CHILD.replace('cleaning_on_interrupt("the child", sys.argv[1], None)',
+                          'cleaning_on_interrupt("the child", sys.argv[1], None, makes=False)')
+    proc = subprocess.Popen([sys.executable, "-c", child, str(tmp_path / "no-such-kubeconfig"), "waits"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 143, out
+    assert "the child: interrupted (SIGTERM); it made nothing" in out and "removing" not in out, out
