@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from k8s.paths import REPO
 from demo.toolchain import components
 from demo.toolchain.components import BACKEND_NAMES
 from demo.toolchain.gobuild import ToolchainError
+from .interrupt import on_interrupt
 from .options import CONTEXT_SETTINGS, fail
 
 
@@ -56,10 +58,24 @@ def cluster_up(backend: str, name: str, apiserver_port: int, multikueue: bool, b
     chosen = "kwok" if multikueue and backend == "auto" and existing is None else backends.choose(backend, existing)
     impl = backends.get(chosen)
     options = UpOptions(apiserver_port=apiserver_port, multikueue=multikueue, bare=bare)
+    def undo(command: str, signum: int) -> None:
+        """An interrupted `cluster up` removes the cluster it was making; one that was there before it stays."""
+        say = lambda line: click.echo(line, err=True)      # noqa: E731
+        if existing is not None:
+            say(f"\n{command}: interrupted ({signal.Signals(signum).name}); cluster {name} was there before, so it "
+                "stays as it is: `tau-demo cluster up` repairs it, `tau-demo cluster down` removes it")
+            return
+        say(f"\n{command}: interrupted ({signal.Signals(signum).name}); removing cluster {name}, which it was making")
+        try:
+            removed = impl.down(name)
+            say(f"  cluster {name} {'removed' if removed else 'had not been made yet: nothing to remove'}")
+        except ClusterError as e:
+            say(f"  could not remove it ({e}): `tau-demo cluster down{'' if name == DEFAULT_NAME else f' --name {name}'}`")
     try:
-        impl.check(name, options)      # cheap checks before any build
-        components.ensure(impl.toolchain)
-        st = impl.up(name, options)
+        with on_interrupt("tau-demo cluster up", undo):
+            impl.check(name, options)      # cheap checks before any build
+            components.ensure(impl.toolchain)
+            st = impl.up(name, options)
     except (ToolchainError, ClusterError, ManifestError, Unreachable, ApiError) as e:
         fail(str(e))
     what = ("a MultiKueue manager and its two workers" if multikueue else

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 import click
 
@@ -47,11 +47,9 @@ def _raise(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | None,
-                          makes: bool = True) -> Iterator[None]:
-    """Run the block; on SIGINT, SIGTERM or SIGHUP stop what it started, remove what the harness made on the
-    cluster (kubeconfig, context) and exit 128 + the signal's number.  A command that `makes` nothing (it only
-    reads, as `tau-demo watch`) only says it was interrupted and exits so."""
+def on_interrupt(command: str, undo: Callable[[str, int], None] | None) -> Iterator[None]:
+    """Run the block; on SIGINT, SIGTERM or SIGHUP call undo(command, signal) (None: the command made nothing, so
+    it only says it was interrupted) and exit 128 + the signal's number."""
     before = {s: signal.getsignal(s) for s in SIGNALS}
     for s in SIGNALS:
         signal.signal(s, _raise)
@@ -59,8 +57,8 @@ def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | N
         yield
     except KeyboardInterrupt:         # Interrupted, or poll.Cancelled raised by a wait it unwound through
         signum = _received[0] if _received else signal.SIGINT
-        if makes:
-            _clean_up(command, kubeconfig, context, signum)
+        if undo is not None:
+            _undoing(command, signum, undo)
         else:
             click.echo(f"\n{command}: interrupted ({signal.Signals(signum).name}); it made nothing", err=True)
         sys.exit(exit_code(signum))
@@ -69,11 +67,27 @@ def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | N
             signal.signal(s, handler)
 
 
-def _clean_up(command: str, kubeconfig: str | None, context: str | None, signum: int) -> None:
+def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | None, makes: bool = True):
+    """on_interrupt for a command that runs scenarios or probes: stop the controllers it started and remove what
+    the harness made on the cluster (kubeconfig, context).  A command that `makes` nothing (it only reads, as
+    `tau-demo watch`) only says it was interrupted."""
+    return on_interrupt(command, (lambda c, s: _clean_up(c, kubeconfig, context, s)) if makes else None)
+
+
+def _undoing(command: str, signum: int, undo: Callable[[str, int], None]) -> None:
+    """undo(), with SIGTERM and SIGHUP ignored meanwhile and a second Ctrl-C abandoning it, and every wait
+    waiting again."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     poll.resume()                     # the cleanup's own waits wait
+    try:
+        undo(command, signum)
+    except KeyboardInterrupt:
+        click.echo(f"  {command}: cleanup abandoned", err=True)
+
+
+def _clean_up(command: str, kubeconfig: str | None, context: str | None, signum: int) -> None:
     say = lambda line: click.echo(line, err=True)      # noqa: E731
     say(f"\n{command}: interrupted ({signal.Signals(signum).name}); stopping the controllers it started and "
         "removing what the harness made (Ctrl-C again abandons this)")

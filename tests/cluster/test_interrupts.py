@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.cluster import procs
 from k8s.resources import JOB, NODE, PROVREQ, WORKLOAD
 from k8s.tape import Tape
 from scenarios import runner
@@ -109,3 +110,32 @@ def test_an_interrupted_command_exits_as_interrupted_and_leaves_nothing(name, ku
         assert not added and not left, f"{what}: made after its exit: {added}; there at the window's end: {left}"
         running = ours(kubeconfig) - before
         assert not running, f"{what}: processes left running: {sorted(running)}\n{output[-3000:]}"
+
+
+@pytest.mark.timeout(600)
+def test_an_interrupted_cluster_up_removes_the_cluster_it_was_making(tmp_path):
+    # a state directory of its own: the cluster it makes is not the session's; the moments span the control
+    # plane's start, Kueue's and the demo's objects (a warm `cluster up` takes 15-30 s)
+    rng = random.Random(f"{SEED}-cluster-up")
+    for i, sig in enumerate(SIGNALS):
+        state = tmp_path / f"state-{i}"
+        state.mkdir()
+        moment = rng.uniform(2.0, 15.0)
+        what = f"cluster up, {signal.Signals(sig).name} at {moment:.1f}s"
+        argv = [str(REPO / ".venv/bin/tau-demo"), "cluster", "up", "--backend", "kwok", "--name", "tau-interrupted"]
+        with open(tmp_path / f"up-{i}.log", "wb") as out:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                    start_new_session=True, env=dict(os.environ, TAU_DEMO_STATE=str(state)))
+            try:
+                proc.wait(moment)
+                pytest.fail(f"{what}: it ended by itself (exit {proc.returncode}) first")
+            except subprocess.TimeoutExpired:
+                proc.send_signal(sig)
+            code = proc.wait(EXIT_TIMEOUT)
+        output = (tmp_path / f"up-{i}.log").read_text(errors="replace")
+        print(f"[interrupts] {what}: exit {code}; {output.strip().splitlines()[-1] if output.strip() else ''}",
+              file=sys.stderr)
+        assert code in (128 + sig, -sig), f"{what}: exit {code}:\n{output[-3000:]}"
+        running = procs.running_under(state)
+        assert not running, f"{what}: processes left running: {running}\n{output[-3000:]}"
+        assert not (state / "clusters" / "tau-interrupted").exists(), f"{what}: its state was left:\n{output[-3000:]}"
