@@ -6,22 +6,40 @@ the ProvisioningRequest AdmissionCheck with its ProvisioningRequestConfig (the c
 topology update of design §10).  `parse_profile()` reads one from a TauCluster's `spec.profiles[]` (the CRD's validation
 first; these checks again, so a bad object read from a cluster is refused with the field that is wrong),
 `objects()` gives the objects, `differences()` the fields in which an object found differs from the wanted one.
+
+**Quotas** (`quotas()`): the ClusterQueue covers cpu, memory and GPUs, so each needs a quota that lets the Jobs in.
+`gpuQuota` is required; `cpuQuota` and `memoryQuota` are optional quantities, and a profile that leaves one out gets
+CPU_PER_GPU CPUs and MEMORY_PER_GPU of memory per GPU of `gpuQuota`: at least what the largest GPU node of
+manifests/node-pools.yaml holds per GPU (96 CPUs, 900Gi, 8 GPUs: 12 CPUs, 112.5Gi), so that a queue's CPU and memory
+never run out before the GPU nodes its GPU quota stands for would (the profile names only the flavor's node labels,
+not a node shape: on a cluster taken on with `cluster attach` the node groups are the cloud's).  Each quota has a
+stated bound, MAX_GPU_QUOTA, MAX_CPU_QUOTA, MAX_MEMORY_QUOTA (the CRD's too), and nothing else caps a profile.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, GPU, PROVISIONING_CONTROLLER, TAUCLUSTER_LABEL,
                       TAUCLUSTER_PROFILE_LABEL, TOPOLOGY_DOMAIN_LABEL)
 from k8s.objects import Obj
-from k8s.quantity import parse_quantity_exact
+from k8s.quantity import format_milli, parse_quantity_exact
 from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR
 
 CLASSES = (BEST_EFFORT_ATOMIC, CHECK_CAPACITY)       # the classes Kueue's check can ask for, both atomic-capable
 TOPOLOGY_DETAIL = "topology-domain"                  # the provisioningClassDetails key the autoscaler fills
-CPU_QUOTA, MEMORY_QUOTA = "256", "2Ti"               # the ClusterQueue's other covered resources (not limiting)
 MAX_GPU_QUOTA = 100_000                              # a profile's gpuQuota at most (the CRD's `maximum` says it too)
+# Without cpuQuota / memoryQuota, per GPU of gpuQuota: the largest GPU node shape of manifests/node-pools.yaml per GPU
+# (12 CPUs, 112.5Gi) rounded up; 16 GPUs give the 256 CPUs and 2Ti that manifests/kueue-objects.yaml holds.
+CPU_PER_GPU, MEMORY_PER_GPU = 16, "128Gi"
+# cpuQuota and memoryQuota at most (the CRD says them too): 100 CPUs and 1Ti per GPU at MAX_GPU_QUOTA, and far below
+# what Kueue counts in an int64 (milli-CPUs, bytes) even summed over a cohort of many such queues.
+MAX_CPU_QUOTA, MAX_MEMORY_QUOTA = "10M", "100Pi"
+# A quantity, 0 or more, as the CRD's `pattern` for cpuQuota and memoryQuota says it (a unit test holds the two alike).
+QUANTITY_PATTERN = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,3})?$"
+MAX_QUANTITY_LENGTH = 32                             # the CRD's maxLength for a quantity written as a string
 
 
 class BadProfile(ValueError):
@@ -47,6 +65,17 @@ class Profile:
     provisioning_class: str = BEST_EFFORT_ATOMIC
     tolerations: tuple[dict, ...] = ()
     retry: RetryStrategy = field(default_factory=RetryStrategy)
+    cpu_quota: str | None = None                # as the profile gives it; None: CPU_PER_GPU per GPU (quotas())
+    memory_quota: str | None = None             # as the profile gives it; None: MEMORY_PER_GPU per GPU
+
+
+def quotas(profile: Profile) -> dict[str, str]:
+    """The ClusterQueue's nominal quota of each resource it covers, in the order it lists them: cpu and memory as the
+    profile gives them, else scaled from its GPU quota (CPU_PER_GPU, MEMORY_PER_GPU per GPU)."""
+    per_gpu = {"cpu": Fraction(CPU_PER_GPU), "memory": parse_quantity_exact(MEMORY_PER_GPU)}
+    given = {"cpu": profile.cpu_quota, "memory": profile.memory_quota}
+    return {**{r: given[r] if given[r] is not None else format_milli(r, int(per_gpu[r] * profile.gpu_quota * 1000))
+               for r in ("cpu", "memory")}, GPU: str(profile.gpu_quota)}
 
 
 def _field(where: str, raw: Obj, key: str, kind: type):
@@ -59,6 +88,24 @@ def _field(where: str, raw: Obj, key: str, kind: type):
 
 def _optional(where: str, raw: Obj, key: str, kind: type, absent):
     return absent if raw.get(key) is None else _field(where, raw, key, kind)
+
+
+def _quantity(where: str, raw: Obj, key: str, most: str) -> str | None:
+    """An optional quota (cpuQuota, memoryQuota): a whole number or a quantity string, 0 or more and `most` at most,
+    as given (a number as its digits); None when absent."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(text, str) or len(text) > MAX_QUANTITY_LENGTH or not re.fullmatch(QUANTITY_PATTERN, text):
+        raise BadProfile(f"{where}.{key}: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got {value!r}")
+    try:
+        amount = parse_quantity_exact(text)
+    except ValueError as e:
+        raise BadProfile(f"{where}.{key}: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got {value!r}") from e
+    if amount > parse_quantity_exact(most):
+        raise BadProfile(f"{where}.{key}: must be {most} at most, got {value!r}")
+    return text
 
 
 def parse_profile(raw: Obj, where: str = "spec.profiles[0]") -> Profile:
@@ -97,7 +144,9 @@ def parse_profile(raw: Obj, where: str = "spec.profiles[0]") -> Profile:
     return Profile(name=name, namespaces=tuple(namespaces), cluster_queue=_field(where, raw, "clusterQueue", str),
                    flavor=_field(f"{where}.flavor", flavor, "name", str), node_labels=dict(labels),
                    gpu_quota=quota, check=_field(where, raw, "admissionCheck", str),
-                   provisioning_class=provisioning_class, tolerations=tuple(tolerations), retry=RetryStrategy(**counts))
+                   provisioning_class=provisioning_class, tolerations=tuple(tolerations), retry=RetryStrategy(**counts),
+                   cpu_quota=_quantity(where, raw, "cpuQuota", MAX_CPU_QUOTA),
+                   memory_quota=_quantity(where, raw, "memoryQuota", MAX_MEMORY_QUOTA))
 
 
 def _snake(key: str) -> str:
@@ -125,7 +174,7 @@ def objects(profile: Profile, taucluster: str) -> list[Obj]:
     """The Kueue objects of a profile, each marked as the TauCluster's, in the order they are made: the flavor,
     the config, the check, the ClusterQueue, then a LocalQueue per namespace."""
     mine = marks(taucluster, profile)
-    retry = profile.retry
+    retry, quota = profile.retry, quotas(profile)
     return [
         RESOURCE_FLAVOR.new(profile.flavor, labels=dict(mine), spec={
             "nodeLabels": dict(profile.node_labels),
@@ -143,10 +192,9 @@ def objects(profile: Profile, taucluster: str) -> list[Obj]:
             "parameters": {"apiGroup": PROVREQ_CONFIG.group, "kind": PROVREQ_CONFIG.kind, "name": profile.check}}),
         CLUSTER_QUEUE.new(profile.cluster_queue, labels=dict(mine), spec={
             "namespaceSelector": {},
-            "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": [{
+            "resourceGroups": [{"coveredResources": list(quota), "flavors": [{
                 "name": profile.flavor, "resources": [
-                    {"name": "cpu", "nominalQuota": CPU_QUOTA}, {"name": "memory", "nominalQuota": MEMORY_QUOTA},
-                    {"name": GPU, "nominalQuota": str(profile.gpu_quota)}]}]}],
+                    {"name": name, "nominalQuota": amount} for name, amount in quota.items()]}]}],
             "admissionChecksStrategy": {"admissionChecks": [{"name": profile.check, "onFlavors": [profile.flavor]}]}}),
         *[LOCAL_QUEUE.new(profile.name, ns, labels=dict(mine), spec={"clusterQueue": profile.cluster_queue})
           for ns in profile.namespaces],

@@ -5,8 +5,9 @@ Manage, Adopt with a running Job, External with the audit log, a mode switch, tw
 a profile, after which it converges from the cluster's state alone; while it is down preflight checks the objects
 itself and says why; two TauClusters naming one ClusterQueue, otherwise and alike: the later refused (Conflict) and
 the queue never written meanwhile (its resourceVersions counted by a watch), the same after a restart, the later
-taking over once the first is deleted; and a cluster without the CRD or an apiserver that does not answer get a clear
-error."""
+taking over once the first is deleted; a profile's CPU and memory quotas in its ClusterQueue, given or scaled from its
+GPUs (3200 GPUs admit 200 gangs by quota); and a cluster without the CRD or an apiserver that does not answer get a
+clear error."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from k8s.objects import labels, meta, spec
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR,
                            SUBJECT_ACCESS_REVIEW, TAUCLUSTER)
 from k8s.paths import REPO
+from k8s.quantity import parse_quantity_exact
 from k8s.watch import Watch
 from scenarios import catalogue
 from scenarios.taucluster import profile_raw
@@ -122,6 +124,38 @@ def test_killed_while_making_a_profile_it_converges_from_the_cluster_and_preflig
     for obj in made:
         live = k.get(KINDS[obj["kind"]], meta(obj)["name"], meta(obj).get("namespace"))
         assert labels(live).get(TAUCLUSTER_LABEL) == name and not P.differences(obj, live), P.describe(obj)
+    k.delete(TAUCLUSTER, name)
+    wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
+        k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
+             what="deleted clean")
+
+
+GANG_POD = {"cpu": 8, "memory": 64 * 2**30, "nvidia.com/gpu": 8}      # manifests/gpu-job.yaml's pod; a gang is 2
+
+
+def test_a_profiles_cpu_and_memory_quota_land_in_its_cluster_queue_given_or_scaled_from_its_gpus(k, controller, unique):
+    """Issue 39: a profile of 3200 GPUs that gives only gpuQuota (as the demo's files do) gets a ClusterQueue whose CPU
+    and memory admit 200 gangs of 2 x (8 GPUs, 8 CPUs, 64Gi) at once, the GPUs binding first (a fixed 256 CPUs and
+    2Ti admitted 16); one that gives cpuQuota and memoryQuota gets them as given; both ready, Kueue taking the queues
+    as Active."""
+    fleet, given = profile_raw(f"fleet{unique}"), profile_raw(f"given{unique}")
+    fleet["gpuQuota"] = 3200
+    given.update(cpuQuota=1000, memoryQuota="7Ti")
+    name = f"tc-quota{unique}"
+    k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_MANAGE, "profiles": [fleet, given]}))
+    for raw in (fleet, given):
+        wait_for(lambda: condition_of(k, name, raw["name"]).get("status") == "True", 60, what=f"{raw['name']} ready")
+
+    def nominal(raw) -> dict:
+        [group] = spec(k.get(CLUSTER_QUEUE, raw["clusterQueue"]))["resourceGroups"]
+        return {r["name"]: parse_quantity_exact(r["nominalQuota"]) for r in group["flavors"][0]["resources"]}
+
+    held = nominal(fleet)
+    assert held == {"cpu": 51200, "memory": 400 * 2**40, "nvidia.com/gpu": 3200}, held
+    gangs = {r: int(held[r] // (2 * need)) for r, need in GANG_POD.items()}
+    assert gangs["nvidia.com/gpu"] == 200 and min(gangs.values()) == 200, gangs        # the GPUs bind first
+    assert nominal(given) == {"cpu": 1000, "memory": 7 * 2**40, "nvidia.com/gpu": 16}, nominal(given)
+    made = [o for raw in (fleet, given) for o in objects(parse_profile(raw), name)]
     k.delete(TAUCLUSTER, name)
     wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
         k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,

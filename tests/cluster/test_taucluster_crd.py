@@ -1,8 +1,9 @@
 """The TauCluster CRD (manifests/taucluster-crd.yaml) on the real kube-apiserver: it is Established, a good
 TauCluster is accepted with its defaults filled in and read back by demo/taucluster/profile.py, and each bad one
 is refused by the apiserver itself with a message naming the field (server-side dry runs: nothing is stored):
-among them profiles of one TauCluster that name one Kueue object otherwise (its CEL rules), and a GPU quota above the
-bound; profiles that name one object alike are accepted.  `cluster up` installs the CRD (demo/cluster/install.py);
+among them profiles of one TauCluster that name one Kueue object otherwise (its CEL rules), a GPU quota above the
+bound, and a cpuQuota or memoryQuota that is no quantity, negative or above its bound; profiles that name one object
+alike are accepted, and so are explicit CPU and memory quotas up to their bounds.  `cluster up` installs the CRD (demo/cluster/install.py);
 no test removes it."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import copy
 
 import pytest
 
-from demo.taucluster.profile import MAX_GPU_QUOTA, RetryStrategy, parse_all
+from demo.taucluster.profile import (MAX_CPU_QUOTA, MAX_GPU_QUOTA, MAX_MEMORY_QUOTA, QUANTITY_PATTERN, RetryStrategy,
+                                     parse_all, quotas)
 from k8s.errors import ApiError
 from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, PROFILE
 from k8s.resources import TAUCLUSTER
@@ -39,7 +41,8 @@ def with_second(**changes) -> dict:
 
 
 SAME_QUEUE = ("spec.profiles: Invalid value: profiles that name one clusterQueue must give it the same "
-              "flavor.name, gpuQuota and admissionCheck: a ClusterQueue has one spec")
+              "flavor.name, gpuQuota, cpuQuota, memoryQuota and admissionCheck: a ClusterQueue has one spec")
+NOT_A_QUANTITY = f"in body should match '{QUANTITY_PATTERN}'"
 SAME_FLAVOR = ("spec.profiles: Invalid value: profiles that name one flavor.name must give it the same "
                "nodeLabels and tolerations: a ResourceFlavor has one spec")
 SAME_CHECK = ("spec.profiles: Invalid value: profiles that name one admissionCheck must give it the same "
@@ -85,10 +88,35 @@ def test_a_good_taucluster_is_accepted_with_its_defaults_and_reads_as_the_demo_p
     (with_second(flavor={**FLAVOR, "tolerations": [{"key": "sku", "operator": "Exists"}]}), SAME_FLAVOR),
     (with_second(admissionCheck=CHECK_NAME, provisioningClass="check-capacity.autoscaling.x-k8s.io"), SAME_CHECK),
     (with_second(admissionCheck=CHECK_NAME, retryStrategy={"backoffLimitCount": 5}), SAME_CHECK),
+    # a profile's CPU and memory quotas: quantities, 0 or more, bounded
+    (with_profile(cpuQuota="lots"), f'spec.profiles[0].cpuQuota: Invalid value: "lots": spec.profiles[0].cpuQuota '
+                                    f'{NOT_A_QUANTITY}'),
+    (with_profile(cpuQuota=-1), "spec.profiles[0].cpuQuota: Invalid value: -1: spec.profiles[0].cpuQuota in body "
+                                "should be greater than or equal to 0"),
+    (with_profile(cpuQuota="-1"), f'spec.profiles[0].cpuQuota: Invalid value: "-1": spec.profiles[0].cpuQuota '
+                                  f'{NOT_A_QUANTITY}'),
+    (with_profile(cpuQuota="11M"), 'spec.profiles[0].cpuQuota: Invalid value: "11M": must be a quantity of 10M CPUs '
+                                   'at most'),
+    (with_profile(cpuQuota=10_000_001), "spec.profiles[0].cpuQuota: Invalid value: 10000001: spec.profiles[0].cpuQuota "
+                                        "in body should be less than or equal to 10000000"),
+    (with_profile(cpuQuota="1" * 33), "spec.profiles[0].cpuQuota: Too long: may not be more than 32 bytes"),
+    (with_profile(cpuQuota="1e2000"), 'spec.profiles[0].cpuQuota: Invalid value: "1e2000": spec.profiles[0].cpuQuota '
+                                      f'{NOT_A_QUANTITY}'),
+    (with_profile(memoryQuota="4TB"), f'spec.profiles[0].memoryQuota: Invalid value: "4TB": '
+                                      f'spec.profiles[0].memoryQuota {NOT_A_QUANTITY}'),
+    (with_profile(memoryQuota="101Pi"), 'spec.profiles[0].memoryQuota: Invalid value: "101Pi": must be a quantity of '
+                                        '100Pi at most'),
+    (with_profile(memoryQuota=100 * 2**50 + 1),                 # as a number, one byte more than 100Pi: CEL sees it
+     "spec.profiles[0].memoryQuota: Invalid value: 112589990684262401: must be a quantity of 100Pi at most"),
+    (with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR, cpuQuota=512), SAME_QUEUE),
+    (with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR, memoryQuota="2Ti"),
+     SAME_QUEUE),                                               # given by one, derived by the other: not the same
 ], ids=["unknown-mode", "profile-twice", "no-profile", "negative-quota", "quota-not-a-number", "another-class",
         "max-below-base", "bad-name", "no-namespace", "quota-above-the-bound", "one-queue-other-flavor-and-check",
         "one-queue-other-quota", "one-flavor-other-labels", "one-flavor-other-tolerations", "one-check-other-class",
-        "one-check-other-retries"])
+        "one-check-other-retries", "cpu-not-a-quantity", "cpu-negative", "cpu-negative-string", "cpu-above-the-bound",
+        "cpu-number-above-the-bound", "cpu-too-long", "cpu-no-such-exponent", "memory-not-a-quantity",
+        "memory-above-the-bound", "memory-number-above-the-bound", "one-queue-other-cpu", "one-queue-memory-given-once"])
 def test_a_bad_taucluster_is_refused_by_the_apiserver_naming_its_field(k, taucluster_crd, obj, message):
     with pytest.raises(ApiError) as e:
         k.create(TAUCLUSTER, obj, dry_run=True)
@@ -112,3 +140,18 @@ def test_profiles_that_name_one_object_alike_are_accepted_and_the_quota_bound_it
     assert made["spec"]["profiles"][1]["retryStrategy"] == {"backoffLimitCount": 2, "backoffBaseSeconds": 5,
                                                             "backoffMaxSeconds": 20}
     assert parse_all(made["spec"]["profiles"])[1].retry == RetryStrategy()
+
+
+def test_explicit_cpu_and_memory_quotas_are_accepted_up_to_their_bounds_and_read_as_given(k, taucluster_crd):
+    """A number or a quantity string; the bounds themselves; two profiles of one queue that give it alike (a number
+    and its digits as a string are alike to the rule)."""
+    same = with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR, cpuQuota=256)
+    same["spec"]["profiles"][0]["cpuQuota"] = "256"
+    for obj, want in ((with_profile(cpuQuota=512, memoryQuota="4Ti"), ("512", "4Ti")),
+                      (with_profile(cpuQuota="1500m", memoryQuota=0), ("1500m", "0")),
+                      (with_profile(cpuQuota=MAX_CPU_QUOTA, memoryQuota=MAX_MEMORY_QUOTA), (MAX_CPU_QUOTA, MAX_MEMORY_QUOTA)),
+                      (with_profile(cpuQuota=10_000_000, memoryQuota=100 * 2**50), ("10000000", str(100 * 2**50))),
+                      (same, ("256", "2Ti"))):
+        made = k.create(TAUCLUSTER, obj, dry_run=True)
+        profile = parse_all(made["spec"]["profiles"])[0]
+        assert (quotas(profile)["cpu"], quotas(profile)["memory"]) == want, made["spec"]["profiles"][0]

@@ -3,7 +3,7 @@ on plain objects: the demo profile is exactly manifests/kueue-objects.yaml; ever
 named; Manage creates, puts back and deletes only its own; Adopt adds its labels to a compatible object and
 reports an incompatible one untouched; External writes nothing; two TauClusters cannot claim one profile, and of any
 two claims on one object the later is refused (plan.refusals) and writes nothing; the CRD's bounds and defaults are
-the profile's."""
+the profile's; a profile's CPU and memory quota scale with its GPU quota unless it gives them (issue 39)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ import copy
 import pytest
 
 from demo.taucluster import plan as P
-from demo.taucluster.profile import (MAX_GPU_QUOTA, BadProfile, Profile, RetryStrategy, differences, objects,
-                                     parse_profile, parse_all)
+from demo.taucluster.profile import (CPU_PER_GPU, MAX_CPU_QUOTA, MAX_GPU_QUOTA, MAX_MEMORY_QUOTA, MAX_QUANTITY_LENGTH,
+                                     MEMORY_PER_GPU, QUANTITY_PATTERN, BadProfile, Profile, RetryStrategy, differences,
+                                     objects, parse_profile, parse_all, quotas)
 from k8s.keys import (BEST_EFFORT_ATOMIC, CHECK_CAPACITY, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE,
                       MODE_ADOPT, MODE_EXTERNAL, MODE_MANAGE, PROFILE, TAUCLUSTER_ADOPTED_ANNOTATION, TAUCLUSTER_LABEL,
                       TAUCLUSTER_PROFILE_LABEL)
 from k8s.manifests import load_manifest
-from k8s.paths import MANIFESTS
+from k8s.paths import MANIFESTS, POOLS_FILE
+from k8s.pools import load_pools
+from k8s.quantity import parse_quantity_exact
 
 TC = "demo"
 DEMO = {"name": PROFILE, "namespaces": [DEMO_NAMESPACE], "clusterQueue": DEMO_CLUSTER_QUEUE,
@@ -439,6 +442,7 @@ def raw(**changes) -> dict:
 
 T0, T1 = "2026-12-04T09:00:00Z", "2026-12-04T09:00:05Z"
 QUOTA = "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota"
+CPU, MEMORY = (f"spec.resourceGroups[0].flavors[0].resources[{i}].nominalQuota" for i in (0, 1))
 
 
 def test_two_tauclusters_naming_one_profile_alike_the_later_is_refused_for_each_object_in_order():
@@ -460,9 +464,10 @@ def test_two_tauclusters_naming_one_cluster_queue_otherwise_the_later_is_refused
         "AdmissionCheck check-a is TauCluster a's (its profile team-a holds it); this profile wants it alike, but an "
         "object is held by one TauCluster",
         f"ClusterQueue {DEMO_CLUSTER_QUEUE} is TauCluster a's (its profile team-a holds it); this profile wants it "
-        f"otherwise: spec.resourceGroups[0].flavors[0].name: profile team-a wants 'fa', this profile 'fb'; {QUOTA}: "
-        "profile team-a wants '16', this profile '32'; spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]: "
-        "profile team-a wants 'fa', this profile 'fb'"]}
+        f"otherwise: spec.resourceGroups[0].flavors[0].name: profile team-a wants 'fa', this profile 'fb'; {CPU}: "
+        f"profile team-a wants '256', this profile '512'; {MEMORY}: profile team-a wants '2Ti', this profile '4Ti'; "
+        f"{QUOTA}: profile team-a wants '16', this profile '32'; "
+        "spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]: profile team-a wants 'fa', this profile 'fb'"]}
 
 
 def test_a_field_only_one_claim_sets_is_a_difference_either_way():
@@ -508,8 +513,9 @@ def test_profiles_of_one_taucluster_share_an_object_alike_but_not_otherwise_the_
     assert P.refusals([taucluster("demo", T0, DEMO, lane)], {}) == {}            # the lanes share the check alike
     two_queues = raw(name="other", gpuQuota=8)                                   # the demo's ClusterQueue, 8 GPUs
     assert P.refusals([taucluster("demo", T0, DEMO, two_queues)], {}) == {("demo", "other"): [
-        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is set up by profile {PROFILE} of this TauCluster otherwise: {QUOTA}: "
-        f"profile {PROFILE} wants '16', this profile '8'"]}
+        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is set up by profile {PROFILE} of this TauCluster otherwise: {CPU}: "
+        f"profile {PROFILE} wants '256', this profile '128'; {MEMORY}: profile {PROFILE} wants '2Ti', this profile "
+        f"'1Ti'; {QUOTA}: profile {PROFILE} wants '16', this profile '8'"]}
     other_pool = raw(name="other", clusterQueue="q2", admissionCheck="c2",
                      flavor={**DEMO["flavor"], "nodeLabels": {"agentpool": "otherpool"}})
     assert P.refusals([taucluster("demo", T0, other_pool, DEMO)], {}) == {("demo", PROFILE): [
@@ -570,3 +576,117 @@ def test_the_crd_bounds_the_quota_and_defaults_the_retries_as_the_profile_does()
         "".join(f"_{c.lower()}" if c.isupper() else c for c in k): v["default"]
         for k, v in retry["properties"].items()}) == RetryStrategy()
     assert profile["provisioningClass"]["default"] == BEST_EFFORT_ATOMIC
+    for name, most in (("cpuQuota", MAX_CPU_QUOTA), ("memoryQuota", MAX_MEMORY_QUOTA)):
+        field = profile[name]                                       # a quantity: a whole number or a string, bounded
+        assert field["x-kubernetes-int-or-string"] and field["anyOf"] == [{"type": "integer"}, {"type": "string"}]
+        assert (field["pattern"], field["maxLength"]) == (QUANTITY_PATTERN, MAX_QUANTITY_LENGTH)
+        assert (field["minimum"], field["maximum"]) == (0, parse_quantity_exact(most))
+        [rule] = field["x-kubernetes-validations"]
+        assert f"compareTo(quantity('{most}')) <= 0" in rule["rule"] and most in rule["message"]
+    items = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["profiles"][
+        "items"]
+    assert not {"cpuQuota", "memoryQuota"} & set(items["required"])                    # optional: derived without them
+
+
+# ---------------------------------------------------------------------------------------------- the quotas
+
+GANG = {"pods": 2, "cpu": "8", "memory": "64Gi", "gpu": 8}          # manifests/gpu-job.yaml's pod, 2 of them
+
+
+def nominal(profile: Profile) -> dict[str, str]:
+    """The ClusterQueue's nominal quota of each resource, as objects() writes it."""
+    [cq] = [o for o in objects(profile, TC) if o["kind"] == "ClusterQueue"]
+    [group] = cq["spec"]["resourceGroups"]
+    assert group["coveredResources"] == [r["name"] for r in group["flavors"][0]["resources"]]
+    return {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+
+
+def gangs_admitted(quota: dict[str, str]) -> int:
+    """How many GANGs the quota admits at once: the resource that binds first decides."""
+    per_gang = {"cpu": parse_quantity_exact(GANG["cpu"]) * GANG["pods"],
+                "memory": parse_quantity_exact(GANG["memory"]) * GANG["pods"], "nvidia.com/gpu": GANG["gpu"] * GANG["pods"]}
+    return min(int(parse_quantity_exact(quota[r]) // need) for r, need in per_gang.items())
+
+
+def test_a_profile_that_gives_only_its_gpu_quota_gets_cpu_and_memory_scaled_from_it_at_any_scale():
+    """The bug: a fixed 256 CPUs and 2Ti whatever gpuQuota said, so 3200 GPUs admitted 16 gangs of 2 x (8 GPUs, 8 CPUs,
+    64Gi) at a time.  Now CPU_PER_GPU and MEMORY_PER_GPU per GPU: 16 GPUs still give the plain file's 256 and 2Ti."""
+    assert nominal(demo()) == {"cpu": "256", "memory": "2Ti", "nvidia.com/gpu": "16"}
+    assert nominal(demo(gpuQuota=3200)) == {"cpu": "51200", "memory": "400Ti", "nvidia.com/gpu": "3200"}
+    assert gangs_admitted(nominal(demo(gpuQuota=3200))) == 200                  # the GPUs bind, nothing else
+    for gpus in (0, 1, 8, 16, 100, 3200, 12_345, MAX_GPU_QUOTA):               # no constant caps it: linear throughout
+        q = quotas(demo(gpuQuota=gpus))
+        assert parse_quantity_exact(q["cpu"]) == CPU_PER_GPU * gpus
+        assert parse_quantity_exact(q["memory"]) == parse_quantity_exact(MEMORY_PER_GPU) * gpus
+        assert gangs_admitted(q) == gpus // 16, gpus
+    top = quotas(demo(gpuQuota=MAX_GPU_QUOTA))                                   # the largest derived quota is allowed
+    assert parse_quantity_exact(top["cpu"]) <= parse_quantity_exact(MAX_CPU_QUOTA)
+    assert parse_quantity_exact(top["memory"]) <= parse_quantity_exact(MAX_MEMORY_QUOTA)
+
+
+def test_the_quota_per_gpu_is_at_least_what_every_gpu_pool_node_holds_per_gpu():
+    """So a queue's CPU and memory never run out before the GPU nodes its GPU quota stands for would: a Job whose
+    pods ask more per GPU than a node holds leaves GPUs idle on the nodes too.  The pools file decides the ratio; a
+    GPU pool added with more per GPU fails here until the ratio (or the profile's explicit quota) follows."""
+    gpu_pools = [pool for pool in load_pools(POOLS_FILE) if "nvidia.com/gpu" in pool.capacity]
+    assert gpu_pools
+    for pool in gpu_pools:
+        gpus = parse_quantity_exact(pool.capacity["nvidia.com/gpu"])
+        assert parse_quantity_exact(pool.capacity["cpu"]) / gpus <= CPU_PER_GPU, pool.name
+        assert parse_quantity_exact(pool.capacity["memory"]) / gpus <= parse_quantity_exact(MEMORY_PER_GPU), pool.name
+    job = load_manifest(MANIFESTS / "gpu-job.yaml")[0]
+    requests = job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+    assert {"cpu": requests["cpu"], "memory": requests["memory"], "gpu": int(requests["nvidia.com/gpu"]),
+            "pods": job["spec"]["parallelism"]} == GANG                          # the gang above is the demo's Job
+
+
+def test_a_profile_may_give_its_cpu_and_memory_quota_which_land_in_the_cluster_queue_as_given():
+    assert nominal(demo(cpuQuota=512, memoryQuota="4Ti")) == {"cpu": "512", "memory": "4Ti", "nvidia.com/gpu": "16"}
+    assert nominal(demo(cpuQuota="1500m")) == {"cpu": "1500m", "memory": "2Ti", "nvidia.com/gpu": "16"}   # one given
+    assert nominal(demo(gpuQuota=0, memoryQuota="64Gi")) == {"cpu": "0", "memory": "64Gi", "nvidia.com/gpu": "0"}
+    assert (demo(cpuQuota=0).cpu_quota, demo(memoryQuota="0").memory_quota) == ("0", "0")
+    assert demo(cpuQuota=MAX_CPU_QUOTA, memoryQuota=MAX_MEMORY_QUOTA).cpu_quota == MAX_CPU_QUOTA  # the bounds themselves
+    assert demo(cpuQuota=10_000_000, memoryQuota=100 * 2**50).memory_quota == str(100 * 2**50)
+    assert demo(cpuQuota="2.5", memoryQuota="1e12").cpu_quota == "2.5"
+    # given as the derived value would be, or spelled otherwise: the same ClusterQueue, no difference
+    assert not differences(objects(demo(cpuQuota="256", memoryQuota="2048Gi"), TC)[3], objects(demo(), TC)[3])
+    assert demo(cpuQuota=256) != demo()                                        # what the profile says is kept
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"cpuQuota": -1}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got -1"),
+    ({"cpuQuota": "-1"}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got '-1'"),
+    ({"cpuQuota": "lots"}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got 'lots'"),
+    ({"cpuQuota": ""}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got ''"),
+    ({"cpuQuota": True}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got True"),
+    ({"cpuQuota": 1.5}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got 1.5"),
+    ({"cpuQuota": "1 k"}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), got '1 k'"),
+    ({"cpuQuota": "8\n"}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more"),
+    ({"cpuQuota": "1" * 33}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more"),           # longer than 32
+    ({"cpuQuota": "1e2000"}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more"),         # no such quantity
+    ({"cpuQuota": "1e-1000"}, "spec.profiles[0].cpuQuota: must be a quantity, 0 or more"),  # the apiserver's would do
+    ({"cpuQuota": 10_000_001}, "spec.profiles[0].cpuQuota: must be 10M at most, got 10000001"),
+    ({"cpuQuota": "10000001"}, "spec.profiles[0].cpuQuota: must be 10M at most, got '10000001'"),
+    ({"cpuQuota": "1e8"}, "spec.profiles[0].cpuQuota: must be 10M at most, got '1e8'"),
+    ({"memoryQuota": "4TB"}, "spec.profiles[0].memoryQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), "
+                             "got '4TB'"),
+    ({"memoryQuota": ["4Ti"]}, "spec.profiles[0].memoryQuota: must be a quantity, 0 or more"),
+    ({"memoryQuota": "101Pi"}, "spec.profiles[0].memoryQuota: must be 100Pi at most, got '101Pi'"),
+    ({"memoryQuota": 100 * 2**50 + 1}, f"spec.profiles[0].memoryQuota: must be 100Pi at most, got {100 * 2**50 + 1}"),
+])
+def test_a_bad_cpu_or_memory_quota_is_refused_naming_its_field(change, message):
+    with pytest.raises(BadProfile) as e:
+        parse_profile({**DEMO, **change})
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_profiles_that_name_one_cluster_queue_with_other_cpu_or_memory_quotas_the_later_is_refused():
+    """(The CRD refuses them first when one TauCluster holds both: tests/cluster/test_taucluster_crd.py.)"""
+    assert P.refusals([taucluster("demo", T0, DEMO, raw(name="other", cpuQuota=512))], {}) == {("demo", "other"): [
+        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is set up by profile {PROFILE} of this TauCluster otherwise: {CPU}: "
+        f"profile {PROFILE} wants '256', this profile '512'"]}
+    assert P.refusals([taucluster("demo", T0, DEMO, raw(name="other", memoryQuota="3Ti"))], {}) == {("demo", "other"): [
+        f"ClusterQueue {DEMO_CLUSTER_QUEUE} is set up by profile {PROFILE} of this TauCluster otherwise: {MEMORY}: "
+        f"profile {PROFILE} wants '2Ti', this profile '3Ti'"]}
+    alike = raw(name="other", cpuQuota=256, memoryQuota="2048Gi")       # what the demo's 16 GPUs give, spelled otherwise
+    assert P.refusals([taucluster("demo", T0, DEMO, alike)], {}) == {}
