@@ -15,7 +15,7 @@ from k8s import heartbeat
 from k8s.keys import CA_STATUS, CONFORMANCE_NAMESPACE, FAKE_CA_LEASE, POOL_TABLE, REAL_CA_LEASE
 from k8s.resources import CONFIG_MAP, NODE, PROVREQ
 from k8s.paths import POOLS_FILE, REPO
-from demo.realca import exclusion
+from demo.realca import coexist
 from demo.toolchain.components import CLUSTER_AUTOSCALER_BINARY
 from k8s.pools import load_pools
 from scenarios.conformance import probes as cf
@@ -98,9 +98,9 @@ def test_real_ca_clean_stop(quiet_ctx, kubeconfig):
     for t in cf.pod_templates(probe, probe.asks[0], pools):
         k.create(cf.POD_TEMPLATE, t, CONFORMANCE_NAMESPACE)
     k.create(PROVREQ, cf.provisioning_request(probe, probe.asks[0]), CONFORMANCE_NAMESPACE)
-    wait_for(lambda: exclusion.real_nodes(k.list(NODE)[0]), 60, what="a node of the real CA")
+    wait_for(lambda: coexist.real_nodes(k.list(NODE)[0]), 60, what="a node of the real CA")
     ctl.stop()
     quiet_ctx.started.remove(ctl)
     assert not heartbeat.alive(k, REAL_CA_LEASE)
-    wait_for(lambda: not exclusion.real_nodes(k.list(NODE)[0]), 15, what="no node of the real CA")
+    wait_for(lambda: not coexist.real_nodes(k.list(NODE)[0]), 15, what="no node of the real CA")
     assert k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]) is None
