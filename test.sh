@@ -19,6 +19,9 @@
 #                             by file (tests/cluster/conftest.py SHARD_OF); each one's output shown whole, in order;
 #                             fails if any fails
 #   (--skip-unit is the old name of --cluster)
+#   ./test.sh --kind          the kind path only (kind_path below): Debian's Docker engine, the node image built
+#                             without a registry, the README's laptop commands on the kind backend, `cluster attach`
+#                             on a plain `kind create cluster`; fails (never skips) where no Docker engine can run
 #   TAU_DEMO_TEST_BACKEND=kind ./test.sh --cluster   the cluster tests on a kind cluster (needs a Docker engine;
 #                             on machines without a registry see tests/kind/README.md)
 set -euo pipefail
@@ -92,8 +95,98 @@ cluster_tests() {
   return "$rc"
 }
 
+# The kind path, as a laptop user with Docker takes it (setup.sh picks the kind backend wherever Docker answers), on a
+# machine without a container registry (tests/kind/README.md): Debian's Docker engine, installed with apt-get where
+# missing and started by hand (tests/kind/docker-engine.sh start: no systemd here); the kind node image and the Kueue
+# and KWOK images built from the Go module proxy and Debian's packages, cached by version in
+# ${TAU_DEMO_CACHE:-~/.cache/tau-demo} (tests/kind/build-node-image.sh: seconds once cached); then side by side, each
+# in a state directory of its own:
+#   - the README's laptop commands `TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh`, then `tau-demo cluster
+#     down` (this machine's node image and kind config given by TAU_DEMO_KIND_NODE_IMAGE and TAU_DEMO_KIND_CONFIG,
+#     as tests/kind/README.md says: a laptop pulls kindest/node instead);
+#   - tests/kind/attach.sh: `tau-demo cluster attach` (Adopt, then External) on a plain `kind create cluster` whose
+#     Kueue comes from its release manifests, three scenarios on it, then the cluster given back as it was;
+# then no container of either kind cluster and no process of either state directory may be left.  A Docker engine that
+# answered before the stage stays running; one the stage started is stopped at its end, pass or fail (nothing of the
+# stage left running, and `./setup.sh`'s auto choice, kind wherever Docker answers, is as it was before).  A machine
+# where no Docker engine can be installed and started fails this stage: it is never skipped.
+KIND_WALKTHROUGH_CLUSTER=tau-demo         # setup.sh's cluster (demo/cluster/state.py DEFAULT_NAME)
+KIND_ATTACH_CLUSTER=tau-kind-attach       # tests/kind/attach.sh's
+kind_path() {
+  local engine_was_up=0 rc=0
+  timeout 10 docker info >/dev/null 2>&1 && engine_was_up=1
+  kind_path_run || rc=$?
+  if [ "$engine_was_up" = 0 ] && tests/kind/docker-engine.sh status >/dev/null 2>&1; then
+    echo "[test] the kind path: stopping the Docker engine it started (tests/kind/docker-engine.sh stop)"
+    tests/kind/docker-engine.sh stop || rc=1
+  fi
+  return "$rc"
+}
+kind_path_run() {
+  local t0=$SECONDS t
+  echo "[test] the kind path: a Docker engine from Debian's packages (tests/kind/docker-engine.sh start)"
+  if ! tests/kind/docker-engine.sh start; then
+    echo "[test] FAILED: the kind path needs a Docker engine and none could be installed and started here (see above);" \
+      "this stage is never skipped" >&2
+    return 1
+  fi
+  echo "[test] the kind path: the toolchain with kind (kind, kubectl, the Kueue and KWOK binaries and manifests)"
+  .venv/bin/tau-demo toolchain ensure --with-kind || return
+  echo "[test] the kind path: the node image, built without a registry, cached by version (tests/kind/build-node-image.sh)"
+  t=$SECONDS
+  tests/kind/build-node-image.sh || return
+  echo "[test] the kind path: images ready in $((SECONDS - t))s"
+  local name
+  for name in "$KIND_WALKTHROUGH_CLUSTER" "$KIND_ATTACH_CLUSTER"; do
+    if [ -n "$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$name")" ]; then
+      echo "[test] FAILED: a kind cluster named $name already exists (an earlier run's, or someone else's):" \
+        "\`kind delete cluster --name $name\` removes it" >&2
+      return 1
+    fi
+  done
+  local dir; dir=$(mktemp -d /tmp/tau-demo-kind.XXXXXX) || return
+  mkdir -p "$dir/walkthrough" || return
+  echo "[test] the kind path: the walkthrough on the kind backend and the attach test, side by side (states in $dir)"
+  t=$SECONDS
+  (
+    export TAU_DEMO_STATE="$dir/walkthrough" TAU_DEMO_KIND_NODE_IMAGE=tau-demo/kind-node:v1.36.3 \
+      TAU_DEMO_KIND_CONFIG="$PWD/tests/kind/cluster-config.yaml"
+    rc=0
+    echo "[test] TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh"
+    TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh || rc=$?
+    echo "[test] the kind walkthrough's teardown: tau-demo cluster down"
+    .venv/bin/tau-demo cluster down || rc=1
+    exit "$rc"
+  ) >"$dir/walkthrough.log" 2>&1 &
+  local walkthrough_pid=$!
+  TAU_DEMO_KIND_WORK="$dir/attach" NAME="$KIND_ATTACH_CLUSTER" tests/kind/attach.sh >"$dir/attach.log" 2>&1 &
+  local attach_pid=$!
+  local rc=0 code
+  code=0; wait "$walkthrough_pid" || code=$?
+  echo "[test] the kind path: TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh, then cluster down (exit $code," \
+    "$((SECONDS - t))s):"
+  cat "$dir/walkthrough.log"
+  [ "$code" = 0 ] || rc=1
+  code=0; wait "$attach_pid" || code=$?
+  echo "[test] the kind path: tests/kind/attach.sh (exit $code, $((SECONDS - t))s):"
+  cat "$dir/attach.log"
+  [ "$code" = 0 ] || rc=1
+  echo "[test] the kind path: nothing may be left (kind clusters $KIND_WALKTHROUGH_CLUSTER and $KIND_ATTACH_CLUSTER," \
+    "processes of $dir)"
+  for name in "$KIND_WALKTHROUGH_CLUSTER" "$KIND_ATTACH_CLUSTER"; do
+    local containers; containers=$(docker ps -a --filter "label=io.x-k8s.kind.cluster=$name" --format '{{.Names}}') || rc=1
+    if [ -n "$containers" ]; then echo "the kind path left the kind cluster $name behind: $containers"; rc=1; fi
+  done
+  local left
+  if left=$(pgrep -af -- "$dir"); then echo "the kind path left processes behind:"; echo "$left"; rc=1; fi
+  rm -rf "$dir"
+  echo "[test] the kind path: $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0))s"
+  return "$rc"
+}
+
 case "${1:-}" in
   --unit) unit_tests; exit ;;
+  --kind) kind_path; exit ;;
   --mutation) shift; exec .venv/bin/python tests/mutation/report.py "$@" ;;
   --cluster|--skip-unit)
     shift
@@ -102,7 +195,7 @@ case "${1:-}" in
     case "$shards" in 1|3) ;; *) echo "test.sh: --shards takes 1 or 3, not '$shards'" >&2; exit 2 ;; esac
     cluster_tests "$shards" "$@"; exit ;;
   "") ;;
-  *) echo "test.sh: unknown argument '$1' (--unit, --mutation, --cluster [--shards 3] [pytest args], or nothing: every stage)" >&2
+  *) echo "test.sh: unknown argument '$1' (--unit, --mutation, --cluster [--shards 3] [pytest args], --kind, or nothing: every stage)" >&2
      exit 2 ;;
 esac
 

@@ -9,11 +9,13 @@
 #      KWOK's nodes), `./scenario.sh success timeout-deadline race-timeout-wins` on it, `tau-demo cluster down`;
 #   3. the cluster is what its administrator left: no label of ours, no TauCluster CRD, no namespace of ours.
 #
-#   tests/kind/attach.sh             (KEEP=1 keeps the cluster; NAME=... picks its name)
+#   tests/kind/attach.sh             (KEEP=1 keeps the cluster; NAME=... picks its name; TAU_DEMO_KIND_WORK=DIR puts
+#                                     its kubeconfig and the harness's state in DIR, an empty directory, instead of a
+#                                     new mktemp one: ./test.sh --kind then checks no process of DIR is left)
 #
 # Needs: a Docker engine (tests/kind/docker-engine.sh start), the node image (tests/kind/build-node-image.sh), the
-# toolchain with kind (`tau-demo toolchain ensure --with-kind`), ./setup.sh's .venv.  Not part of .ci/run (no Docker
-# engine there); its run is quoted in docs/taucluster.md.
+# toolchain with kind (`tau-demo toolchain ensure --with-kind`), ./setup.sh's .venv.  Part of ./test.sh's kind path
+# (`./test.sh --kind`, the function kind_path); its run is quoted in docs/taucluster.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -24,7 +26,12 @@ KUEUE_IMAGE=registry.k8s.io/kueue/kueue:v0.19.2
 KWOK_IMAGE=registry.k8s.io/kwok/kwok:v0.8.0
 KUEUE_DEV_IMAGE=us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:main
 export PATH=$CACHE/kind-v0.32.0/bin:$CACHE/kubectl-v1.36.3/bin:$PATH
-WORK=$(mktemp -d /tmp/tau-kind-attach.XXXXXX)
+if [ -n "${TAU_DEMO_KIND_WORK:-}" ]; then
+  WORK=$TAU_DEMO_KIND_WORK; mkdir -p "$WORK"
+  [ -z "$(ls -A "$WORK")" ] || { echo "attach.sh: TAU_DEMO_KIND_WORK=$WORK is not empty" >&2; exit 1; }
+else
+  WORK=$(mktemp -d /tmp/tau-kind-attach.XXXXXX)
+fi
 export KUBECONFIG=$WORK/kubeconfig
 export TAU_DEMO_STATE=$WORK/state          # the harness's state: the attached cluster is its `tau-demo`
 
@@ -64,7 +71,8 @@ sed -e "s#$KUEUE_DEV_IMAGE#$KUEUE_IMAGE#" \
 grep -A1 "image: $KUEUE_IMAGE" "$WORK/kueue.yaml" | grep -q 'imagePullPolicy: IfNotPresent' || fail "could not set Kueue's imagePullPolicy"
 kubectl apply --server-side -f "$WORK/kueue.yaml" >/dev/null
 kubectl -n kueue-system wait deploy/kueue-controller-manager --for=condition=Available --timeout=5m
-say "Kueue v0.19.2 from its release manifests, Available: $((SECONDS - t))s"
+say "Kueue v0.19.2 from its release manifests, Available: $((SECONDS - t))s ($(kubectl -n kueue-system get pods \
+  -l control-plane=controller-manager -o jsonpath='{range .items[*]}{.metadata.name}: {.status.containerStatuses[0].restartCount} restart(s){end}'))"
 
 t=$SECONDS
 kubectl apply --server-side -f "$CACHE/kwok-manifests-v0.8.0/share/kwok-in-cluster.yaml" >/dev/null
