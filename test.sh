@@ -3,8 +3,9 @@
 # no network); the mutation gate over the pure modules; the README's quick start as written (`./setup.sh && AUTO=1
 # ./scenario.sh`, which must pass and leave nothing behind); the attach tests; then every other cluster test
 # against a real control plane, real Kueue v0.19.2 and real KWOK, as three sessions side by side, each on a cluster
-# of its own (state in temporary directories, so a demo cluster you have running is left alone).  Every stage runs
-# to its end whatever a stage before it showed, and one failed test never hides another (no -x): the closing lines
+# of its own; then the kind path (a Docker engine, the kind backend's walkthrough and `cluster attach` on kind); state
+# in temporary directories, so a demo cluster you have running is left alone.  Every stage runs to its end whatever
+# a stage before it showed, and one failed test never hides another (no -x): the closing lines
 # give each stage's verdict, and the exit code is 1 if any stage failed.  Nothing is skipped: a missing toolchain
 # or a cluster that cannot start fails the run.  The toolchain includes the real cluster-autoscaler, built from
 # $TAU_DEMO_CA_SOURCE (the vendored tarball ../shared/vendor/cluster-autoscaler-1.36.1.tar.xz when it is there:
@@ -227,9 +228,13 @@ setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 
 mutation_pid=$!
 pgroups+=("$mutation_pid")
 
-stage "the README's quick start: ./setup.sh && AUTO=1 ./scenario.sh (its own cluster state)"
+# The quick start on the default backend, kwok (no Docker): where no Docker engine answers, which is this machine's
+# state outside the kind stage below, `./setup.sh` picks it by itself; TAU_DEMO_BACKEND=kwok makes that choice
+# explicit, so that a Docker engine that happens to answer (then setup.sh would pick kind) cannot turn this stage into
+# a second kind run. The kind backend's own run is the kind path, its own stage below.
+stage "the README's quick start: ./setup.sh && AUTO=1 ./scenario.sh on the default backend, kwok (its own cluster state)"
 quickstart_state=$(mktemp -d /tmp/tau-demo-quickstart.XXXXXX)
-rc=0; TAU_DEMO_STATE="$quickstart_state" ./setup.sh || rc=$?
+rc=0; TAU_DEMO_STATE="$quickstart_state" TAU_DEMO_BACKEND=kwok ./setup.sh || rc=$?
 setup_rc=$rc
 
 # Once the toolchain is built (by setup.sh, above), the tests marked `attach` bring a cluster of their own up, attach
@@ -261,6 +266,13 @@ verdict "the quick start (./setup.sh && AUTO=1 ./scenario.sh, then cluster down)
 stage "every other cluster test: the walkthrough's scenarios (above), their repeats and the attach tests (beside the quick start) left out, as three sessions side by side, each on a cluster of its own"
 rc=0; cluster_tests 3 -m "not walkthrough and not repeat and not attach" || rc=$?
 verdict "the cluster tests (three sessions)" "$rc"
+
+# After the cluster stage (not beside it: two kind nodes' control planes beside three kwok clusters would crowd two
+# cores), once the toolchain's Kubernetes build is in the Go cache the node image reuses; the mutation gate still runs
+# beside it.
+stage "the kind path: a laptop user's TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh, and cluster attach on a plain kind cluster (Docker engine from Debian's packages, the node image built without a registry)"
+rc=0; kind_path || rc=$?
+verdict "the kind path (./test.sh --kind)" "$rc"
 
 stage "the attach tests, run beside the quick start: their verdict"
 rc=0
