@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from demo.cluster import procs
-from k8s.resources import JOB, NODE, PROVREQ, WORKLOAD
+from k8s.resources import CLUSTER_QUEUE, JOB, NODE, PROVREQ, WORKLOAD
 from k8s.tape import Tape
 from scenarios import runner
 
@@ -148,3 +148,27 @@ def interrupt_cluster_up(tmp_path: Path, state: Path, i: int, sig: int, moment: 
     running = procs.running_under(state)
     assert not running, f"{what}: processes left running: {running}\n{output[-3000:]}"
     assert not (state / "clusters" / "tau-interrupted").exists(), f"{what}: its state was left:\n{output[-3000:]}"
+
+
+def test_a_refused_run_names_the_clean_command_which_removes_only_what_the_harness_made(kubeconfig, k, no_autoscaler,
+                                                                                        unique):
+    # what an interrupted or killed run may leave: a Job of the demo's profile (its Workload follows)
+    name = f"left-{unique}"
+    tau = [str(REPO / ".venv/bin/tau-demo")]
+    made = subprocess.run(tau + ["submit", "--name", name, "--gang", "1x8", "--duration", "5m", "--kubeconfig",
+                                 kubeconfig], cwd=REPO, capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    refused = subprocess.run(tau + ["scenario", "run", "success", "--auto", "--kubeconfig", kubeconfig], cwd=REPO,
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and f"Job {name}" in refused.stderr and "`tau-demo clean`" in refused.stderr, \
+        refused.stdout + refused.stderr
+    ctx = runner.make_context(kubeconfig, None, True)
+    left = {(r.kind, n, ns) for r, n, ns in ctx.left_objects()}
+    queues = sorted(q["metadata"]["name"] for q in k.list(CLUSTER_QUEUE)[0])
+    cleaned = subprocess.run(tau + ["clean", "--kubeconfig", kubeconfig], cwd=REPO, capture_output=True, text=True,
+                             timeout=300)
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    assert f"removed Job demo/{name}" in cleaned.stdout and "left behind: nothing" in cleaned.stdout, cleaned.stdout
+    assert runner.made_by_harness(ctx) == [], "clean left something the harness made"
+    assert sorted(q["metadata"]["name"] for q in k.list(CLUSTER_QUEUE)[0]) == queues, "the demo's own queues stay"
+    assert ("Job", name, "demo") in left, left
