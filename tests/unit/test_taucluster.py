@@ -12,6 +12,7 @@ import copy
 import pytest
 
 from demo.taucluster import plan as P
+from demo.taucluster import profile as profile_module
 from demo.taucluster.profile import (CPU_PER_GPU, MAX_CPU_QUOTA, MAX_GPU_QUOTA, MAX_MEMORY_QUOTA, MAX_QUANTITY_LENGTH,
                                      MEMORY_PER_GPU, QUANTITY_PATTERN, BadProfile, Profile, RetryStrategy, differences,
                                      objects, parse_profile, parse_all, quotas)
@@ -152,6 +153,14 @@ def test_differences_name_each_wanted_field_not_held_and_ignore_the_apiservers_a
     assert differences(want, {"spec": None}) == [f"spec: want {want['spec']!r}, have None"]
     assert differences({"spec": {"a": "x"}}, {"spec": {"a": 1}}) == ["spec.a: want 'x', have 1"]
     assert differences({"spec": {"a": True}}, {"spec": {"a": 1}}) == ["spec.a: want True, have 1"]
+
+
+def test_differences_under_another_field_than_spec_are_named_by_their_full_path_from_it():
+    want = {"spec": {"a": 1}, "data": {"b": {"c": "x"}, "d": [1, "16"]}}
+    have = {"spec": {"a": 2}, "data": {"b": {"c": "y"}, "d": [1, "8"], "added": True}}
+    assert differences(want, have, "data") == ["data.b.c: want 'x', have 'y'", "data.d[1]: want '16', have '8'"]
+    assert differences(want, have) == ["spec.a: want 1, have 2"]                    # spec when no field is named
+    assert differences(want, {"spec": {"a": 1}}, "data") == [f"data: want {want['data']!r}, have None"]
 
 
 # ---------------------------------------------------------------------------------------------- the modes
@@ -537,6 +546,86 @@ def test_local_queues_conflict_by_namespace_and_name():
         f"wants it otherwise: spec.clusterQueue: profile {PROFILE} wants '{DEMO_CLUSTER_QUEUE}', this profile 'q2'"]}
 
 
+T2 = "2026-12-04T09:00:10Z"
+LANE = raw(name="lane", namespaces=["lane"], clusterQueue="lane", flavor={"name": "lane", "nodeLabels": {"p": "l"}})
+
+
+def test_each_claim_names_its_taucluster_its_time_its_profiles_place_and_the_object_marked_as_that_tauclusters():
+    made = P.claims([taucluster("demo", T0, DEMO, LANE)])
+    assert [(c.taucluster, c.created, c.index, c.profile, c.slot, P.describe(c.want)) for c in made] == [
+        ("demo", T0, 0, PROFILE, 0, "ResourceFlavor a100-scale"),
+        ("demo", T0, 0, PROFILE, 1, f"ProvisioningRequestConfig {CHECK_NAME}"),
+        ("demo", T0, 0, PROFILE, 2, f"AdmissionCheck {CHECK_NAME}"),
+        ("demo", T0, 0, PROFILE, 3, f"ClusterQueue {DEMO_CLUSTER_QUEUE}"),
+        ("demo", T0, 0, PROFILE, 4, f"LocalQueue {DEMO_NAMESPACE}/{PROFILE}"),
+        ("demo", T0, 1, "lane", 0, "ResourceFlavor lane"),
+        ("demo", T0, 1, "lane", 1, f"ProvisioningRequestConfig {CHECK_NAME}"),
+        ("demo", T0, 1, "lane", 2, f"AdmissionCheck {CHECK_NAME}"),
+        ("demo", T0, 1, "lane", 3, "ClusterQueue lane"),
+        ("demo", T0, 1, "lane", 4, "LocalQueue lane/lane")]
+    assert [c.want for c in made[:5]] == objects(demo(), "demo")          # each wanted object carries demo's labels
+    assert made[0].want["metadata"]["labels"] == {TAUCLUSTER_LABEL: "demo", TAUCLUSTER_PROFILE_LABEL: PROFILE}
+    assert [c.order for c in made[4:6]] == [(T0, "demo", 0), (T0, "demo", 1)]
+
+
+def test_the_earlier_created_taucluster_holds_an_object_even_when_its_name_sorts_later():
+    """The tie-break by name only counts within one creationTimestamp: b, created first, holds; a is refused."""
+    later_a, earlier_b = taucluster("a", T1, DEMO), taucluster("b", T0, DEMO)
+    for order in ([later_a, earlier_b], [earlier_b, later_a]):
+        refused = P.refusals(order, {})
+        assert list(refused) == [("a", PROFILE)]
+        assert refused[("a", PROFILE)][0] == (
+            "ResourceFlavor a100-scale is TauCluster b's (its profile gpu-a100-8 holds it); this profile wants it "
+            "alike, but an object is held by one TauCluster")
+    assert [c.created for c in P.claims([later_a, earlier_b])][::5] == [T1, T0]
+
+
+def test_a_taucluster_without_a_creation_timestamp_reads_as_created_before_any_other():
+    """Only an object not read from an apiserver lacks one (the apiserver sets it on create): it reads as "", which
+    sorts before every RFC 3339 time, so the rule stays one order over every input."""
+    unstored = taucluster("z", T0, DEMO)
+    del unstored["metadata"]["creationTimestamp"]
+    nulled = taucluster("y", T0, DEMO)
+    nulled["metadata"]["creationTimestamp"] = None
+    assert {c.created for c in P.claims([unstored, nulled])} == {""}
+    assert list(P.refusals([taucluster("a", T0, DEMO), unstored], {})) == [("a", PROFILE)]
+    assert set(P.refusals([taucluster("a", T0, DEMO), nulled, unstored], {})) == {("a", PROFILE), ("z", PROFILE)}
+
+
+@pytest.mark.parametrize("skipped", [taucluster("a", T0, DEMO, going=True), taucluster("a", T0, raw(gpuQuota=-1))],
+                         ids=["being-deleted", "invalid"])
+def test_a_taucluster_that_holds_nothing_does_not_stop_the_claims_of_the_ones_after_it(skipped):
+    """A TauCluster being deleted or refused as invalid is passed over, and the next ones still claim: of b and c
+    after it, b (the earlier) holds and c is refused."""
+    b, c = taucluster("b", T1, DEMO), taucluster("c", T2, DEMO)
+    assert [x.taucluster for x in P.claims([skipped, b, c])] == ["b"] * 5 + ["c"] * 5
+    refused = P.refusals([skipped, b, c], {})
+    assert list(refused) == [("c", PROFILE)] and len(refused[("c", PROFILE)]) == 5
+    assert refused[("c", PROFILE)][0].startswith("ResourceFlavor a100-scale is TauCluster b's")
+    assert list(P.refusals([b, skipped, c], {})) == [("c", PROFILE)]
+
+
+def test_profiles_of_the_holder_sharing_an_object_alike_do_not_stop_another_tauclusters_claim_on_it_being_refused():
+    """demo's two profiles share the check and its config alike (allowed); team-b of TauCluster b, created later,
+    names the same check and nothing else of demo's: refused for the check and its config, after demo's second claim
+    on them has been passed over."""
+    team_b = raw(name="team-b", namespaces=["team-b"], clusterQueue="qb",
+                 flavor={"name": "fb", "nodeLabels": {"p": "b"}})
+    refused = P.refusals([taucluster("demo", T0, DEMO, LANE), taucluster("b", T1, team_b)], {})
+    assert refused == {("b", "team-b"): [
+        f"{kind} {CHECK_NAME} is TauCluster demo's (its profile {PROFILE} holds it); this profile wants it alike, but "
+        "an object is held by one TauCluster" for kind in ("ProvisioningRequestConfig", "AdmissionCheck")]}
+
+
+def test_a_refused_profile_says_every_object_it_may_not_have_in_one_message():
+    refused = P.refusals([taucluster("a", T0, DEMO), taucluster("b", T1, DEMO)], {})[("b", PROFILE)]
+    plan = P.plan_profile(MODE_MANAGE, "b", demo(), {}, refused)
+    assert plan.ready.message == "; ".join(refused)
+    assert plan.ready.message.startswith(
+        "ResourceFlavor a100-scale is TauCluster a's (its profile gpu-a100-8 holds it); this profile wants it alike, "
+        f"but an object is held by one TauCluster; ProvisioningRequestConfig {CHECK_NAME} is TauCluster a's")
+
+
 def settle(tauclusters: list[dict], rounds: int = 20) -> dict:
     """The controller's loop on plain data: each round every TauCluster is planned from what was written so far and
     its writes applied; the writes per object counted."""
@@ -678,6 +767,29 @@ def test_a_bad_cpu_or_memory_quota_is_refused_naming_its_field(change, message):
     with pytest.raises(BadProfile) as e:
         parse_profile({**DEMO, **change})
     assert str(e.value).startswith(message), str(e.value)
+
+
+def test_a_quota_written_in_as_many_characters_as_the_crd_allows_is_allowed_one_more_is_not():
+    longest = "1." + "0" * (MAX_QUANTITY_LENGTH - 2)                        # 1 CPU, in 32 characters
+    assert len(longest) == MAX_QUANTITY_LENGTH
+    p = demo(cpuQuota=longest, memoryQuota="0" * MAX_QUANTITY_LENGTH)
+    assert (p.cpu_quota, p.memory_quota) == (longest, "0" * MAX_QUANTITY_LENGTH)
+    assert nominal(p)["cpu"] == longest
+    with pytest.raises(BadProfile, match=r"cpuQuota: must be a quantity, 0 or more \(e\.g\. 512, 1500m, 4Ti\), got "
+                                         f"'{longest}0'"):
+        demo(cpuQuota=longest + "0")
+
+
+def test_a_quota_the_pattern_admits_but_no_quantity_parses_is_still_refused_naming_its_field(monkeypatch):
+    """QUANTITY_PATTERN admits only what parse_quantity_exact parses today (its exponent has at most 3 digits, the
+    parser's bound is 1000), so this guard is reached only if the pattern is ever loosened: then too the refusal is
+    a BadProfile naming the field, with the parser's reason as its cause, not a bare ValueError."""
+    monkeypatch.setattr(profile_module, "QUANTITY_PATTERN", r"[0-9]+e[0-9]+")
+    with pytest.raises(BadProfile) as e:
+        demo(cpuQuota="1e2000")
+    assert str(e.value) == ("spec.profiles[0].cpuQuota: must be a quantity, 0 or more (e.g. 512, 1500m, 4Ti), "
+                            "got '1e2000'")
+    assert isinstance(e.value.__cause__, ValueError) and "exponent 2000 is out of range" in str(e.value.__cause__)
 
 
 def test_profiles_that_name_one_cluster_queue_with_other_cpu_or_memory_quotas_the_later_is_refused():
