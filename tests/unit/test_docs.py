@@ -1,7 +1,9 @@
 """The docs match the code: every `tau-demo ...` a table of README.md or docs/*.md names is a real command,
 every flag it shows exists there with the default or the choices the table gives (read from click), every
 scenario list is the records', every relative link points to a file that exists, the README stays short,
-and every measured figure in a table of docs/benchmarks.md says the commit it was measured at and how."""
+and every measured figure in a table of docs/benchmarks.md or docs/history.md says the commit it was measured at and
+how; benchmarks.md opens with today's figures, one row each, at commits of this history; every #anchor a link names
+is a heading of the page it points to."""
 
 from __future__ import annotations
 
@@ -163,18 +165,25 @@ def cells(row: str) -> list[str]:
     return [c.strip() for c in row.strip().strip("|").split("|")]
 
 
+AT_COLUMNS = ("measured at", "commit")      # a table's column that names the commit each row was measured at
+
+
+def at_column(header: list[str]) -> int | None:
+    return next((header.index(name) for name in AT_COLUMNS if name in header), None)
+
+
 def provenance_problems(text: str) -> list[str]:
-    """Table rows with a measured figure that do not say the commit it was measured at (a "measured at"
+    """Table rows with a measured figure that do not say the commit it was measured at (a "measured at" or "commit"
     column, or "measured at <commit>" / "measured on older code (<commit>)" next to the table) or the command
     (in the row, "same" as the row above, or next to the table)."""
     bad = []
     for header, rows, around in tables(text):
-        at_column = header.index("measured at") if "measured at" in header else None
+        at_column_ = at_column(header)
         for row in rows:
             if not MEASURED.search(row):
                 continue
             row_cells = cells(row)
-            in_column = at_column is not None and at_column < len(row_cells) and COMMIT.search(row_cells[at_column])
+            in_column = at_column_ is not None and at_column_ < len(row_cells) and COMMIT.search(row_cells[at_column_])
             if not (in_column or MEASURED_AT.search(around)):
                 bad.append(f"no commit it was measured at: {row[:70]}")
             if not (COMMAND.search(row) or "same" in row_cells or COMMAND.search(around)):
@@ -182,9 +191,13 @@ def provenance_problems(text: str) -> list[str]:
     return bad
 
 
-def test_every_measured_figure_in_a_benchmarks_table_names_its_commit_and_command():
-    text = (REPO / "docs" / "benchmarks.md").read_text()
-    assert len(tables(text)) >= 10
+MEASURED_PAGES = ("benchmarks.md", "history.md")     # today's figures, and the runs moved out of them
+
+
+@pytest.mark.parametrize("page", MEASURED_PAGES)
+def test_every_measured_figure_in_a_benchmarks_table_names_its_commit_and_command(page):
+    text = (REPO / "docs" / page).read_text()
+    assert len(tables(text)) >= 8
     assert not provenance_problems(text), "\n".join(provenance_problems(text))
     assert "this branch" not in text, "say which commit, not 'this branch'"
 
@@ -199,6 +212,7 @@ def test_every_measured_figure_in_a_benchmarks_table_names_its_commit_and_comman
     ("Measured at 1234abc (2026-12-01).\n\n| a | b |\n| --- | --- |\n| up | 3.1 s |\n", "no command"),
     ("| a | command | measured at |\n| --- | --- | --- |\n| up 2 s | `tau-demo x` | older |\n", "no commit"),
     ("| a | command | measured at |\n| --- | --- | --- |\n| up 2 s | none | 1234abc |\n", "no command"),
+    ("| figure | value | command | commit |\n| --- | --- | --- | --- |\n| up | 2 s | `tau-demo x` | today |\n", "no commit"),
 ]])
 def test_the_docs_checks_find_what_is_wrong(check, text, problem):
     assert any(problem in b for b in check(text)), check(text)
@@ -211,17 +225,111 @@ def test_the_provenance_check_accepts_a_column_or_the_paragraph_beside_the_table
     assert provenance_problems(column) == [] and provenance_problems(prose) == []
 
 
-def test_every_commit_the_benchmarks_name_is_in_the_history():
+@pytest.mark.parametrize("page", MEASURED_PAGES)
+def test_every_commit_the_benchmarks_name_is_in_the_history(page):
     if not _full_checkout():
         pytest.skip("not a full git checkout (a mutant's copy, or a shallow clone)")
-    text = (REPO / "docs" / "benchmarks.md").read_text()
+    text = (REPO / "docs" / page).read_text()
     named = set(MEASURED_AT.findall(text))
     for header, rows, _ in tables(text):
-        if "measured at" in header:
-            named |= {c for r in rows for c in COMMIT.findall(cells(r)[header.index("measured at")])}
+        if at_column(header) is not None:
+            named |= {c for r in rows for c in COMMIT.findall(cells(r)[at_column(header)])}
     assert len(named) >= 8, named
     missing = [c for c in sorted(named) if not _in_history(c)]
-    assert not missing, f"commits docs/benchmarks.md names that neither this history nor docs/history.md has: {missing}"
+    assert not missing, f"commits docs/{page} names that neither this history nor docs/history.md has: {missing}"
+
+
+TODAY_HEADER = ["figure", "value", "command", "commit"]
+
+
+def today_table(text: str) -> list[list[str]]:
+    """The rows (cells) of the first table under benchmarks.md's "## Today", which must be its first section."""
+    assert text.index("\n## Today\n") == text.index("\n## "), "benchmarks.md opens with ## Today"
+    section = text.split("\n## Today\n", 1)[1].split("\n## ", 1)[0]
+    found = [rows for header, rows, _ in tables(section) if header == TODAY_HEADER]
+    assert found, f"no table with the columns {TODAY_HEADER} under ## Today"
+    return [cells(r) for r in found[0]]
+
+
+def today_problems(rows: list[list[str]], landed: dict[str, str], in_git) -> list[str]:
+    """Today's table: one row per figure (no figure twice), each with a value, a command (or "same" as the row above)
+    and the commit it was measured at; that commit an ancestor of HEAD, or one that did not land (docs/history.md)
+    with the commit its work landed in named beside it."""
+    bad, seen = [], set()
+    for row in rows:
+        if len(row) != len(TODAY_HEADER):
+            bad.append(f"{row[:1]}: {len(row)} cells, not {len(TODAY_HEADER)}")
+            continue
+        figure, value, command, commit = row
+        if figure in seen:
+            bad.append(f"{figure}: two rows")
+        seen.add(figure)
+        if not value:
+            bad.append(f"{figure}: no value")
+        if not (COMMAND.search(command) or command == "same"):
+            bad.append(f"{figure}: no command")
+        commits = COMMIT.findall(commit)
+        if not commits:
+            bad.append(f"{figure}: no commit")
+        for c in commits:
+            if in_git(c):
+                continue
+            if c not in landed:
+                bad.append(f"{figure}: {c} is not an ancestor of HEAD")
+            elif landed[c] not in commits:
+                bad.append(f"{figure}: {c} did not land; name {landed[c]}, the commit its work landed in, beside it")
+    return bad
+
+
+def test_benchmarks_opens_with_todays_figures_one_row_each_at_commits_of_this_history():
+    if not _full_checkout():
+        pytest.skip("not a full git checkout (a mutant's copy, or a shallow clone)")
+    rows = today_table((REPO / "docs" / "benchmarks.md").read_text())
+    assert len(rows) >= 10, rows
+    landed = did_not_land((REPO / "docs" / "history.md").read_text())
+    problems = today_problems(rows, landed, _in_git)
+    assert not problems, "docs/benchmarks.md's today table:\n" + "\n".join(problems)
+
+
+def test_the_today_check_finds_what_is_wrong():
+    landed = {"1234abc": "5678def"}
+    in_git = {"5678def", "9abcdef"}.__contains__
+    good = [["up", "2 s", "`tau-demo x`", "9abcdef (2026-12-01)"], ["down", "1 s", "same", "1234abc (landed in 5678def)"]]
+    assert today_problems(good, landed, in_git) == []
+    for row, problem in [(["up", "3 s", "`tau-demo x`", "9abcdef"], "two rows"),
+                         (["x", "3 s", "by hand", "9abcdef"], "no command"),
+                         (["x", "3 s", "same", "today"], "no commit"),
+                         (["x", "3 s", "same", "deadbe1"], "not an ancestor"),
+                         (["x", "3 s", "same", "1234abc"], "did not land"),
+                         (["x", "3 s", "same"], "cells")]:
+        assert any(problem in b for b in today_problems(good + [row], landed, in_git)), (row, problem)
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    out = set()
+    for line in text.splitlines():
+        m = re.match(r"#{1,6} (.+)", line)
+        if m:
+            out.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return out
+
+
+def test_every_anchor_a_link_names_is_a_heading_of_its_page():
+    bad = []
+    for page in PAGES:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target) or not (target == "" or target.endswith(".md")):
+                continue
+            linked = page if target == "" else page.parent / target
+            if linked.exists() and anchor not in heading_anchors(linked.read_text()):
+                bad.append(f"{page.relative_to(REPO)} -> {target}#{anchor}")
+    assert not bad, "links to a heading that is not there: " + ", ".join(bad)
+
+
+def test_heading_anchors_are_githubs():
+    assert heading_anchors("## The kind path in `./test.sh`\n### Fake autoscaler: the runs at d0f7d75, and before\n") \
+        == {"the-kind-path-in-testsh", "fake-autoscaler-the-runs-at-d0f7d75-and-before"}
 
 
 SHORT_COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])[0-9a-f]{7}\b")   # how the docs name a commit (a digit in it)
@@ -370,3 +478,19 @@ def test_the_counts_the_docs_state_are_the_codes():
     missing = [(page, words) for page, words, _ in claims if " ".join(words.split()) not in
                " ".join((REPO / page).read_text().split())]
     assert not missing, f"a count in the docs is not the code's (or the sentence changed): {missing}"
+
+
+def test_what_benchmarks_says_ci_runs_is_what_it_runs():
+    """benchmarks.md: `.ci/run` is `./test.sh` and nothing else, whose every-stage flow ends with the kind path, and
+    no pytest session of it stops at its first failure (`-x`)."""
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    commands = [c for c in ci if c and not c.startswith(("#", "set ", "cd "))]
+    assert commands == ["exec ./test.sh"], commands
+    script = (REPO / "test.sh").read_text()
+    flow = re.split(r"^# -+ every stage$", script, flags=re.MULTILINE)[1]
+    assert re.search(r"^rc=0; kind_path \|\| rc=\$\?$", flow, re.MULTILINE), "the every-stage flow runs the kind path"
+    assert not re.search(r"pytest[^\n]*\s-x\b", script), "a pytest session of test.sh stops at its first failure"
+    text = " ".join((REPO / "docs" / "benchmarks.md").read_text().split())
+    for claim in ("`.ci/run` is `./test.sh` and nothing else", "runs every stage to its end (no `-x`)",
+                  "then the kind path"):
+        assert claim in text, claim
