@@ -8,6 +8,7 @@ import click
 
 from scenarios import runner
 from scenarios.controllers import stop_orphans
+from .interrupt import on_interrupt
 from .options import CONTEXT_SETTINGS, duration, kube_options
 
 
@@ -27,9 +28,10 @@ def clean_cmd(kube_client, kubeconfig, timeout):
         ctx = runner.make_context(kubeconfig, kube_client.context, True)
     except runner.NoCluster as e:
         raise click.ClickException(str(e))
-    for stopped in stop_orphans():
-        click.echo(f"  stopped controller {stopped}")
-    removed, left = runner.clean(ctx, timeout, say=click.echo)
+    with on_interrupt("tau-demo clean", None):      # it makes nothing: interrupted, it only says so
+        for stopped in stop_orphans():
+            click.echo(f"  stopped controller {stopped}")
+        removed, left = runner.clean(ctx, timeout, say=click.echo)
     click.echo(f"{len(removed)} object(s) removed; left behind: {', '.join(left) if left else 'nothing'}")
     if left:
         sys.exit(1)
