@@ -51,6 +51,7 @@ def on_interrupt(command: str, undo: Callable[[str, int], None] | None) -> Itera
     """Run the block; on SIGINT, SIGTERM or SIGHUP call undo(command, signal) (None: the command made nothing, so
     it only says it was interrupted) and exit 128 + the signal's number."""
     before = {s: signal.getsignal(s) for s in SIGNALS}
+    _received.clear()
     for s in SIGNALS:
         signal.signal(s, _raise)
     try:
@@ -100,5 +101,5 @@ def _clean_up(command: str, kubeconfig: str | None, context: str | None, signum:
         say(f"  {len(removed)} object(s) removed; left behind: {', '.join(left) if left else 'nothing'}")
     except KeyboardInterrupt:
         say(f"  cleanup abandoned: `{runner.CLEAN_COMMAND}` removes what is left")
-    except (runner.NoCluster, Exception) as e:     # a dead apiserver: say so, exit as interrupted all the same
+    except Exception as e:            # a dead apiserver (NoCluster, ApiError): say so, exit as interrupted all the same
         say(f"  cleanup failed ({type(e).__name__}: {e}): `{runner.CLEAN_COMMAND}` removes what is left")
