@@ -58,16 +58,15 @@ def ours(kubeconfig: str) -> set[int]:
     return out
 
 
-def interrupt_once(kubeconfig: str, name: str, sig: int, moment: float, log: Path) -> tuple[int, str]:
-    """Run the command, send `sig` `moment` seconds in; its exit code and output.  pytest.fail if it ended by
-    itself before the moment (then the test would interrupt nothing)."""
-    argv = [str(REPO / ".venv/bin/tau-demo"), *COMMANDS[name], "--kubeconfig", kubeconfig]
+def interrupted(argv: list[str], env: dict, what: str, sig: int, moment: float, log: Path) -> tuple[int, str]:
+    """Run argv, send `sig` `moment` seconds in; its exit code and output.  pytest.fail if it ended by itself
+    before the moment (then the test would interrupt nothing) or did not exit after the signal."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                                start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                                start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1", **env))
         try:
             proc.wait(moment)
-            pytest.fail(f"{name} ended by itself (exit {proc.returncode}) before {moment:.1f}s:\n"
+            pytest.fail(f"{what} ended by itself (exit {proc.returncode}) before {moment:.1f}s:\n"
                         f"{log.read_text(errors='replace')[-3000:]}")
         except subprocess.TimeoutExpired:
             pass
@@ -77,9 +76,15 @@ def interrupt_once(kubeconfig: str, name: str, sig: int, moment: float, log: Pat
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            pytest.fail(f"{name} did not exit within {EXIT_TIMEOUT:.0f}s of {signal.Signals(sig).name}:\n"
+            pytest.fail(f"{what} did not exit within {EXIT_TIMEOUT:.0f}s of {signal.Signals(sig).name}:\n"
                         f"{log.read_text(errors='replace')[-3000:]}")
     return code, log.read_text(errors="replace")
+
+
+def interrupt_once(kubeconfig: str, name: str, sig: int, moment: float, log: Path) -> tuple[int, str]:
+    """One of COMMANDS against the test cluster, interrupted (interrupted())."""
+    return interrupted([str(REPO / ".venv/bin/tau-demo"), *COMMANDS[name], "--kubeconfig", kubeconfig], {}, name, sig,
+                       moment, log)
 
 
 @pytest.mark.timeout(1500)
@@ -132,16 +137,7 @@ def interrupt_cluster_up(tmp_path: Path, state: Path, i: int, sig: int, moment: 
     process of its state directory left and its cluster's state removed."""
     what = f"cluster up, {signal.Signals(sig).name} at {moment:.1f}s"
     argv = [str(REPO / ".venv/bin/tau-demo"), "cluster", "up", "--backend", "kwok", "--name", "tau-interrupted"]
-    with open(tmp_path / f"up-{i}.log", "wb") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                                start_new_session=True, env=dict(os.environ, TAU_DEMO_STATE=str(state)))
-        try:
-            proc.wait(moment)
-            pytest.fail(f"{what}: it ended by itself (exit {proc.returncode}) first")
-        except subprocess.TimeoutExpired:
-            proc.send_signal(sig)
-        code = proc.wait(EXIT_TIMEOUT)
-    output = (tmp_path / f"up-{i}.log").read_text(errors="replace")
+    code, output = interrupted(argv, {"TAU_DEMO_STATE": str(state)}, what, sig, moment, tmp_path / f"up-{i}.log")
     print(f"[interrupts] {what}: exit {code}; {output.strip().splitlines()[-1] if output.strip() else ''}",
           file=sys.stderr)
     assert code in (128 + sig, -sig), f"{what}: exit {code}:\n{output[-3000:]}"

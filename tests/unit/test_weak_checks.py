@@ -14,6 +14,7 @@ from scenarios.harness import Context
 from scenarios.kueue_specs.kit import METRIC_INTERVAL, METRIC_TIMEOUT, metric_verdict
 from scenarios.record import Report, Scenario
 from scenarios.runner import run_one
+from test_poll import Clock
 
 REPORT = Report("kubernetes-sigs/kueue#0", "a report", "it happens", "open")
 LABEL = 'kueue_evicted_workloads_total{cluster_queue="spec-6"}'
@@ -48,19 +49,6 @@ def test_a_scenario_passes_on_its_own_checks_beside_the_verdict():
     assert run_one(context(), Scenario("upstream-0", "upstream", "a report", run, report=REPORT))[1] is True
 
 
-class FakeTime:
-    def __init__(self):
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, s: float) -> None:
-        self.slept.append(s)
-        self.now += s
-
-
 def reads(*answers):
     """read() giving each answer in turn (an exception is raised), the last one for ever after; and the calls."""
     calls = []
@@ -75,8 +63,9 @@ def reads(*answers):
 
 
 def verdict(read, want=1.0):
-    t = FakeTime()
-    return metric_verdict(read, LABEL, want, clock=t.clock, sleep=t.sleep), t
+    t = Clock()                      # test_poll's fake clock, from 0 here
+    t.now = 0.0
+    return metric_verdict(read, LABEL, want, clock=t, sleep=t.sleep), t
 
 
 def test_the_metric_read_at_once():
