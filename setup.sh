@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 backend=${TAU_DEMO_BACKEND:-auto}
 echo "[setup] .venv: the locked Python packages (requirements.lock) and the project"
-toolchain/venv.sh
+./venv.sh
 if [ "$backend" = auto ]; then
   if docker info >/dev/null 2>&1; then backend=kind; else backend=kwok; fi
   echo "[setup] backend: $backend (TAU_DEMO_BACKEND=auto)"

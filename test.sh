@@ -33,7 +33,7 @@ if [ -z "${TAU_DEMO_CA_SOURCE:-}" ]; then
   done
 fi
 # the locked Python packages (requirements.lock), installed again only when the lock or pyproject.toml changed
-toolchain/venv.sh
+./venv.sh
 
 unit_tests() {
   echo "[test] pyflakes (unused imports and names, undefined names)"

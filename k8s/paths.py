@@ -12,7 +12,7 @@ POOLS_FILE = MANIFESTS / "node-pools.yaml"       # the node pools of the fake (a
 DEVIATIONS_DOC = REPO / "docs" / "autoscaler.md"   # the table of the fake's differences from the real autoscaler
 FIDELITY_DOC = REPO / "docs" / "fidelity.md"       # written by tau-demo conformance
 KUEUE_SPECS_DOC = REPO / "docs" / "kueue-specs.md"  # written by tau-demo kueue-specs
-TOOLCHAIN_MODULES = REPO / "toolchain"   # wrapper go.mod/go.sum for modules that need replace lines
+GO_MODULES = REPO / "gomod"             # the wrapper Go modules (go.mod/go.sum) of the builds that need replace lines
 RUNS = REPO / "runs"                     # a scenario run's event logs: runs/<time>/<label>.jsonl (and .svg)
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from k8s.paths import TOOLCHAIN_MODULES, cache_root
+from k8s.paths import GO_MODULES, cache_root
 from . import buildinfo, casource, versions
 from .gobuild import (Progress, ToolchainError, check_go, fresh_partial, go_env, go_install, install_outputs,
                       module_dir, run_out)
@@ -120,12 +120,12 @@ def kubernetes_ldflags(version: str, commit: str) -> str:
 
 
 def build_kubernetes_binaries(c: Component, p: Progress) -> None:
-    """kube-* and kubectl from the wrapper module toolchain/k8s (33 staging modules replaced)."""
-    wd = TOOLCHAIN_MODULES / "k8s"
+    """kube-* and kubectl from the wrapper module gomod/k8s (33 staging modules replaced)."""
+    wd = GO_MODULES / "k8s"
     info = json.loads(p.run("resolving k8s.io/kubernetes", ["go", "list", "-m", "-json", "k8s.io/kubernetes"],
                             cwd=wd, env=go_env()))
     if info.get("Version") != c.version:
-        raise ToolchainError(f"toolchain/k8s/go.mod pins k8s.io/kubernetes {info.get('Version')}, "
+        raise ToolchainError(f"gomod/k8s/go.mod pins k8s.io/kubernetes {info.get('Version')}, "
                              f"versions.py says {c.version}: regenerate the wrapper module")
     commit = info.get("Origin", {}).get("Hash") or "0" * 40
     partial = fresh_partial(c.dir)
@@ -140,7 +140,7 @@ def build_etcd(c: Component, p: Progress) -> None:
     partial = fresh_partial(c.dir)
     p.run(f"building etcd {c.version}",
           ["go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(partial / "etcd"), "go.etcd.io/etcd/server/v3"],
-          cwd=TOOLCHAIN_MODULES / "etcd", env=go_env())
+          cwd=GO_MODULES / "etcd", env=go_env())
     install_outputs(partial, c.bin_dir, c.binaries)
 
 

@@ -165,7 +165,7 @@ k8s_bin_ok() {  # the binary reports $K8S
 }
 
 build_kubernetes() {
-  # a copy of the project's wrapper module (toolchain/k8s): k8s.io/kubernetes v1.36.3 with every
+  # a copy of the project's wrapper module (gomod/k8s): k8s.io/kubernetes v1.36.3 with every
   # staging module replaced by its published v0.36.3; -mod=mod adds the go.sum lines the node
   # binaries need to the copy, never to the repository
   local src=$W/src/k8s want=(kubeadm kubelet kubectl kube-proxy kube-apiserver kube-controller-manager kube-scheduler)
@@ -180,9 +180,9 @@ build_kubernetes() {
   done
   [ ${#todo[@]} -eq 0 ] && return 0
   mkdir -p "$src"
-  cp "$REPO/toolchain/k8s/go.mod" "$REPO/toolchain/k8s/go.sum" "$src/"
+  cp "$REPO/gomod/k8s/go.mod" "$REPO/gomod/k8s/go.sum" "$src/"
   local info; info=$(cd "$src" && go list -mod=mod -m -json k8s.io/kubernetes)
-  [ "$(jq -r .Version <<<"$info")" = "$K8S" ] || die "toolchain/k8s/go.mod does not pin k8s.io/kubernetes $K8S"
+  [ "$(jq -r .Version <<<"$info")" = "$K8S" ] || die "gomod/k8s/go.mod does not pin k8s.io/kubernetes $K8S"
   local commit; commit=$(jq -r '.Origin.Hash // empty' <<<"$info"); commit=${commit:-0000000000000000000000000000000000000000}
   local partial=$W/.partial-k8s; rm -rf "$partial"; mkdir -p "$partial"
   local pkgs=(); for b in "${todo[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
