@@ -12,6 +12,14 @@ so a reconcile that has nothing to do makes no API call.  What keeps that safe:
 - cleanup deletes only after a live read of both objects decides "delete" again, with the Job's
   uid and resourceVersion as preconditions.
 
+When the deadline falls is rule.py's: the controller also caches the ProvisioningRequests (indexed by their
+Workload's uid, from the same list+watch helper), looks at a Job again whenever one of its requests changes, and
+remembers per Workload the earliest take-up it saw (the autoscaler rewrites the condition times at every retry).
+That memory lives in the process: after a restart the deadline is counted from the earliest take-up the requests
+still show, which can only make it later, never past the outer bound.  A request the cache has not seen yet
+counts as none (for the moment of the cache's lag); the commit is guarded by the Workload's resourceVersion as
+before, whatever the rule said.
+
 A deadline is a timer that fires at the deadline into the queue's urgent lane, which is served
 before everything else; after a commit the key's owner steps go to the normal lane, so the commits
 of Workloads whose deadlines pass together are not held up by the mirrors of the first ones.  The
@@ -34,11 +42,12 @@ from k8s.errors import Conflict, NotFound
 from k8s.hooks import Hooks
 from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS
 from k8s.objects import name_of, utcnow
-from k8s.resources import JOB, WORKLOAD
+from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.runtime import Store, WorkQueue, run_loop
 from k8s.watch import Event, wait_for_caches
 from . import protocol as dl
 from . import routing
+from . import rule as R
 from .protocol import Action
 
 log = logging.getLogger("deadline")
@@ -57,10 +66,13 @@ class DeadlineController:
                  cleanup_ttl: float = 30.0, resync: float = 5.0, hooks: Hooks | None = None,
                  clock: Callable[[], datetime] = utcnow, conflict_retries: int = 6,
                  instance: str = DEFAULT_DEADLINE_CLASS, workers: int = DEFAULT_WORKERS,
-                 queue: WorkQueue | None = None):
-        """`queue`: the work queue (default a new WorkQueue; a test may hold its timers to order events)."""
+                 queue: WorkQueue | None = None, rule: str = R.DEFAULT_RULE,
+                 outer_factor: float = R.DEFAULT_OUTER_FACTOR):
+        """`queue`: the work queue (default a new WorkQueue; a test may hold its timers to order events).  `rule`
+        and `outer_factor`: how a Job's deadline is counted unless it names its own rule (rule.py)."""
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}")
+        self.rule, self.outer_factor = R.Rule(rule), outer_factor
         self.k, self.namespace, self.protocol = k, namespace, protocol
         self.ttl, self.resync = cleanup_ttl, resync
         self.hooks = hooks or Hooks(None)
@@ -71,6 +83,11 @@ class DeadlineController:
         self.queue = queue if queue is not None else WorkQueue()
         self.jobs = Store(on_change=self.on_job, on_sync=self._enqueue_all)
         self.workloads = Store(on_change=self.on_workload, index=routing.owner_job_uids, on_sync=self._enqueue_all)
+        self.provreqs = Store(on_change=self.on_provreq, index=routing.owner_workload_uids, on_sync=self._enqueue_all)
+        # the earliest take-up seen of any request of a Workload, by its uid: the autoscaler rewrites the
+        # conditions' times at every retry, and Kueue deletes a request at the next attempt (rule.py)
+        self._taken_up: dict[str, datetime] = {}
+        self._taken_up_lock = threading.Lock()
         self._last: dict[str, str] = {}
         self._stop = threading.Event()
 
@@ -86,9 +103,38 @@ class DeadlineController:
             self.queue.add(key)
 
     def on_workload(self, typ: str, wl: dict) -> None:
+        if typ == Event.DELETED:
+            with self._taken_up_lock:
+                self._taken_up.pop(wl["metadata"].get("uid"), None)
         for key in routing.owner_keys(wl):
             if self._interesting(self.jobs.get(key)):
                 self.queue.add(key)
+
+    def on_provreq(self, typ: str, pr: dict) -> None:
+        """A request changed (taken up, answered, retried, deleted): remember its take-up, and look at its
+        Workload's Job again, whose deadline may now fall elsewhere."""
+        for uid in routing.owner_workload_uids(pr):
+            self._remember(uid, [pr])
+        for key in routing.owner_workload_keys(pr):
+            wl = self.workloads.get(key)
+            if wl is not None:
+                self.on_workload(Event.MODIFIED, wl)
+
+    def _remember(self, wl_uid: str, provreqs: list[dict]) -> datetime | None:
+        """The earliest take-up of the Workload's requests: what it remembers, or what `provreqs` show if earlier."""
+        with self._taken_up_lock:
+            t = R.taken_up_at(provreqs, self._taken_up.get(wl_uid))
+            if t is not None:
+                self._taken_up[wl_uid] = t
+            return t
+
+    def counting(self, wl: dict | None) -> dl.Counting:
+        """How the Workload's deadline is counted now: the rule, and its requests as the cache holds them."""
+        if wl is None:
+            return dl.Counting(self.rule, self.outer_factor)
+        uid = wl["metadata"]["uid"]
+        provreqs = self.provreqs.by_index(uid)
+        return dl.Counting(self.rule, self.outer_factor, tuple(provreqs), self._remember(uid, provreqs))
 
     def _enqueue_all(self) -> None:
         for key in self.keys():
@@ -145,7 +191,7 @@ class DeadlineController:
         live = False
         for attempt in range(self.conflict_retries):
             job, wl = self.read_live(key) if live else self.cached(key)
-            d = dl.decide_workload(job, wl, self.now())
+            d = dl.decide_workload(job, wl, self.now(), self.counting(wl))
             if attempt:
                 log.info("deadline %s: re-read: %s; %s", key, routing.reread(wl), d.why)
             elif d.action == Action.COMMIT:
@@ -161,7 +207,7 @@ class DeadlineController:
             wl_name, ns = wl["metadata"]["name"], wl["metadata"]["namespace"]
             sent = time.monotonic()
             try:
-                new = self.k.patch(WORKLOAD, wl_name, dl.commit_patch(self.now()), ns,
+                new = self.k.patch(WORKLOAD, wl_name, dl.commit_patch(self.now(), d.cause), ns,
                                    resource_version=d.resource_version)
             except Conflict:
                 log.info("deadline %s: 409 conflict on Workload rv %s; reading again", key, d.resource_version)
@@ -169,8 +215,9 @@ class DeadlineController:
                 log.info("deadline %s: Workload %s is gone (404); reading again", key, wl_name)
             else:
                 self.workloads.put(new)
-                log.info("deadline %s: committed timeout on Workload %s (spec.active=false; the write took %.0f ms)",
-                         key, wl_name, (time.monotonic() - sent) * 1000)
+                log.info("deadline %s: committed timeout on Workload %s (spec.active=false; the write took %.0f ms); "
+                         "bound %s, waiting for %s", key, wl_name, (time.monotonic() - sent) * 1000,
+                         d.cause.bound, d.cause.waiting)
                 self.hooks.reach("after-commit", key, workload=wl_name)
                 return True
             live = True
@@ -248,12 +295,14 @@ class DeadlineController:
         if self.protocol == "legacy":
             log.warning("deadline: running the LEGACY protocol (mark owner, then deactivate, then TTL cleanup). "
                         "It reports running jobs failed and deletes them; it exists only to reproduce that bug.")
-        log.info("deadline: watching Jobs and Workloads in %s (class %s, protocol %s, cleanup TTL %.0fs, resync %.0fs, "
-                 "%d workers)", self.namespace or "all namespaces", self.instance, self.protocol, self.ttl,
-                 self.resync, self.workers)
+        log.info("deadline: watching Jobs, Workloads and ProvisioningRequests in %s (class %s, protocol %s, rule %s, "
+                 "outer bound %g deadlines, cleanup TTL %.0fs, resync %.0fs, %d workers)",
+                 self.namespace or "all namespaces", self.instance, self.protocol, self.rule, self.outer_factor,
+                 self.ttl, self.resync, self.workers)
         self.hooks.reach("before-caches", f"deadline-{self.instance}")
         watches = [self.jobs.watch(self.k, JOB, self.namespace).start(),
-                   self.workloads.watch(self.k, WORKLOAD, self.namespace).start()]
+                   self.workloads.watch(self.k, WORKLOAD, self.namespace).start(),
+                   self.provreqs.watch(self.k, PROVREQ, self.namespace).start()]
         if not wait_for_caches(watches, stop, log, "deadline"):
             return
         log.info("deadline: caches synced; ready")

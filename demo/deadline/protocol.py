@@ -17,6 +17,9 @@ and cleans up a running Job.  This protocol fixes the order:
    timeout and is not Admitted.
 
 Every step is idempotent, so a controller killed at any point converges on restart.
+
+When the deadline falls is rule.py's (counted from the autoscaler's take-up, or from submission); the protocol
+is the same under either rule, and the commit records which bound fired and what the Workload waited for.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from k8s.duration import BadDuration, parse_duration
 from k8s.keys import (ADMISSION_TIMEOUT, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DECISION_ANNOTATION,
-                        DECISION_TIME_ANNOTATION, MIRROR_KEYS, TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION,
-                        TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
+                        DECISION_BOUND_ANNOTATION, DECISION_TIME_ANNOTATION, DECISION_WAITING_ANNOTATION, MIRROR_KEYS,
+                        TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION, TIMED_OUT)
 from k8s.job import cleanup_after, mirrored
 from k8s.objects import annotations, created_at, format_time, meta
 from k8s.workload import active, admission_won, committed_timeout
+from . import rule as R
+from .rule import BadDeadline, Cause
 
 
 # The design's bound: the timeout is committed on the Workload no later than this after the deadline passed
@@ -39,27 +43,18 @@ from k8s.workload import active, admission_won, committed_timeout
 COMMIT_TOLERANCE = 2.0
 
 
-class BadDeadline(ValueError):
-    pass
-
-
 # ---------------------------------------------------------------------------- reading objects
 
 def deadline_of(job: dict) -> datetime | None:
-    """The absolute deadline: Job creation + its deadline annotation.  None without the annotation;
-    BadDeadline when the annotation or the creation time is malformed."""
-    raw = annotations(job).get(DEADLINE_ANNOTATION)
-    if raw is None:
+    """The deadline counted from submission (the rule "submitted"): Job creation + its deadline annotation.  None
+    without the annotation; BadDeadline when the annotation or the creation time is malformed.  The rule in force
+    (rule.py) may put it later, never sooner."""
+    seconds = R.budget_of(job)
+    if seconds is None:
         return None
-    try:
-        seconds = parse_duration(raw)
-    except BadDuration as e:
-        raise BadDeadline(str(e)) from None
-    if seconds <= 0:
-        raise BadDeadline(f"{raw!r} must be positive")
     created = created_at(job)
     if created is None:
-        raise BadDeadline("the Job has no creationTimestamp")
+        raise BadDeadline(DEADLINE_ANNOTATION, "the Job has no creationTimestamp")
     return created + timedelta(seconds=seconds)
 
 
@@ -89,21 +84,37 @@ class Decision:
     why: str
     after: float | None = None
     resource_version: str | None = None
+    cause: Cause | None = None          # COMMIT: which bound fired and what the Workload waited for
+
+
+def _malformed(e: BadDeadline) -> Decision:
+    return Decision(Action.NONE, f"malformed {e.key}: {e}; no action")
 
 
 def _deadline_or_none(job: dict) -> "datetime | Decision":
-    """The job's absolute deadline, or the no-action Decision that explains why there is none."""
+    """The job's deadline counted from submission, or the no-action Decision that explains why there is none."""
     try:
         deadline = deadline_of(job)
     except BadDeadline as e:
-        return Decision(Action.NONE, f"malformed {DEADLINE_ANNOTATION}: {e}; no action")
+        return _malformed(e)
     if deadline is None:
         return Decision(Action.NONE, "no admission deadline")
     return deadline
 
 
-def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decision:
-    """Step 1: the admission-versus-timeout decision, committed on the Workload only."""
+@dataclass(frozen=True)
+class Counting:
+    """How the deadline is counted for one decision: the controller's rule and outer bound (rule.py), and what it
+    knows of the Workload's requests: the requests themselves and the earliest take-up it saw before."""
+    rule: R.Rule
+    outer_factor: float
+    provreqs: tuple[dict, ...] = ()
+    seen: datetime | None = None
+
+
+def decide_workload(job: dict | None, wl: dict | None, now: datetime, counting: Counting) -> Decision:
+    """Step 1: the admission-versus-timeout decision, committed on the Workload only; the deadline is counted
+    as `counting` says (rule.py), and the commit carries its cause."""
     if job is None:
         return Decision(Action.NONE, "owner Job is gone")
     if wl is None:
@@ -113,17 +124,20 @@ def decide_workload(job: dict | None, wl: dict | None, now: datetime) -> Decisio
         return Decision(Action.NONE, "timeout already committed on the Workload")
     if admission_won(wl):
         return Decision(Action.NONE, f"Workload rv {rv} is Admitted: admission won, no action")
-    deadline = _deadline_or_none(job)
-    if isinstance(deadline, Decision):
-        return deadline
+    try:
+        due = R.due(job, list(counting.provreqs), counting.seen, counting.rule, counting.outer_factor)
+    except BadDeadline as e:
+        return _malformed(e)
+    if due is None:
+        return Decision(Action.NONE, "no admission deadline")
     if not active(wl):
         return Decision(Action.NONE, f"Workload rv {rv} was deactivated by someone else; no action")
-    left = (deadline - now).total_seconds()
+    left = (due.at - now).total_seconds()
     if left > 0:
-        return Decision(Action.WAIT, f"deadline in {left:.1f}s", after=left)
-    late = (now - deadline).total_seconds()      # not -left: at the deadline itself that reads "-0.0s ago"
-    return Decision(Action.COMMIT, f"deadline passed {late:.1f}s ago; Workload rv {rv} not admitted; committing timeout",
-                    resource_version=rv)
+        return Decision(Action.WAIT, f"{due.what} in {left:.1f}s", after=left)
+    late = (now - due.at).total_seconds()      # not -left: at the deadline itself that reads "-0.0s ago"
+    return Decision(Action.COMMIT, f"{due.what} passed {late:.1f}s ago; Workload rv {rv} not admitted; "
+                                   "committing timeout", resource_version=rv, cause=due.cause)
 
 
 def decide_owner(job: dict | None, wl: dict | None, now: datetime) -> Decision:
@@ -180,9 +194,13 @@ def decide_legacy(job: dict | None, wl: dict | None, now: datetime) -> Decision:
 
 # ---------------------------------------------------------------------------- the patches
 
-def commit_patch(now: datetime) -> dict:
-    return {"metadata": {"annotations": {DECISION_ANNOTATION: TIMED_OUT, DECISION_TIME_ANNOTATION: format_time(now, micro=True)}},
-            "spec": {"active": False}}
+def commit_patch(now: datetime, cause: Cause | None = None) -> dict:
+    """The commit: spec.active=false and the decision, its time and, when known, its cause (the legacy order
+    knows none)."""
+    ann = {DECISION_ANNOTATION: TIMED_OUT, DECISION_TIME_ANNOTATION: format_time(now, micro=True)}
+    if cause is not None:
+        ann.update({DECISION_BOUND_ANNOTATION: str(cause.bound), DECISION_WAITING_ANNOTATION: str(cause.waiting)})
+    return {"metadata": {"annotations": ann}, "spec": {"active": False}}
 
 
 def mirror_patch(wl_name: str, now: datetime) -> dict:

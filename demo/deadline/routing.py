@@ -39,6 +39,21 @@ def owner_keys(wl: dict) -> list[str]:
     return [f"{meta(wl).get('namespace')}/{ref['name']}" for ref in _owners(wl)]
 
 
+def _workload_owners(pr: dict) -> list[dict]:
+    return [r for r in meta(pr).get("ownerReferences") or [] if r.get("kind") == "Workload"]
+
+
+def owner_workload_uids(pr: dict) -> list[str]:
+    """The uids of the Workloads that own a ProvisioningRequest (Kueue makes each request owned by its Workload):
+    the index the requests' cache is kept by."""
+    return [r["uid"] for r in _workload_owners(pr) if r.get("uid")]
+
+
+def owner_workload_keys(pr: dict) -> list[str]:
+    """The keys ("namespace/name") of the Workloads that own a ProvisioningRequest, in its namespace."""
+    return [f"{meta(pr).get('namespace')}/{r['name']}" for r in _workload_owners(pr) if r.get("name")]
+
+
 def owner_job_uids(wl: dict) -> list[str]:
     """The uids of the Jobs that control the Workload: the index the Workloads' cache is kept by."""
     return [r["uid"] for r in _owners(wl) if r.get("uid")]

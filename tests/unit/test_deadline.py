@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from demo.deadline import protocol as dl
+from demo.deadline.rule import DEFAULT_OUTER_FACTOR, DEFAULT_RULE, Bound, Cause, Waiting
 from k8s import workload as workloads
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
@@ -64,8 +65,15 @@ NOT_A_DURATION = "is not a duration (examples: 90s, 5m, 1h30m)"
 COMMIT_WHY = "deadline passed 3.0s ago; Workload rv 200 not admitted; committing timeout"
 
 
+# the controller's default rule, knowing no ProvisioningRequest of the Workload: the deadline counted from
+# submission (demo/deadline/rule.py; tests/unit/test_deadline_rule.py has the rules themselves)
+NO_REQUEST = dl.Counting(DEFAULT_RULE, DEFAULT_OUTER_FACTOR)
+WAITING_FOR_QUOTA = Cause(Bound.SUBMITTED, Waiting.QUOTA)
+
+
 def decision(action, why, after=None, resource_version=None):
-    return dl.Decision(action, why, after, resource_version)
+    """A decision; a commit's carries its cause: counted from submission, no request (waiting for quota)."""
+    return dl.Decision(action, why, after, resource_version, WAITING_FOR_QUOTA if action == "commit" else None)
 
 
 # ---------------------------------------------------------------------------- step 1: decide_workload
@@ -109,7 +117,7 @@ def decision(action, why, after=None, resource_version=None):
         "admitted-beats-inactive", "committed", "committed-then-annotation-edited", "committed-still-active",
         "deactivated-by-kueue", "deactivated-before-deadline", "no-deadline", "job-gone", "both-gone", "no-workload"])
 def test_decide_workload(j, wl, now, expected):
-    assert dl.decide_workload(j, wl, now) == expected
+    assert dl.decide_workload(j, wl, now, NO_REQUEST) == expected
 
 
 @pytest.mark.parametrize("value, problem", [
@@ -121,12 +129,12 @@ def test_decide_workload(j, wl, now, expected):
     ("0", "'0' must be positive"),
 ])
 def test_malformed_deadline_takes_no_action_and_says_why(value, problem):
-    d = dl.decide_workload(job(deadline=value), RESERVED, AFTER)
+    d = dl.decide_workload(job(deadline=value), RESERVED, AFTER, NO_REQUEST)
     assert d == decision("none", f"malformed {DEADLINE_KEY}: {problem}; no action")
 
 
 def test_a_job_without_creation_time_has_no_deadline_to_enforce():
-    d = dl.decide_workload(job(created=None), RESERVED, AFTER)
+    d = dl.decide_workload(job(created=None), RESERVED, AFTER, NO_REQUEST)
     assert d == decision("none", f"malformed {DEADLINE_KEY}: the Job has no creationTimestamp; no action")
 
 
@@ -146,7 +154,7 @@ def test_deadline_is_job_creation_plus_the_annotation():
 def test_admission_wins_for_good():
     for wl in (ADMITTED, FINISHED):
         for now in (BEFORE, AFTER, AFTER + timedelta(days=1)):
-            assert dl.decide_workload(job(), wl, now).why == "Workload rv 200 is Admitted: admission won, no action"
+            assert dl.decide_workload(job(), wl, now, NO_REQUEST).why == "Workload rv 200 is Admitted: admission won, no action"
             assert dl.decide_owner(job(), wl, now) == decision("none", "nothing to mirror")
 
 
@@ -209,12 +217,12 @@ def test_committed_but_admitted_counts_as_admitted():
 
 def test_the_whole_timeout_path_converges_step_by_step():
     j = job()
-    assert dl.decide_workload(j, RESERVED, AFTER).action == "commit"
+    assert dl.decide_workload(j, RESERVED, AFTER, NO_REQUEST).action == "commit"
     wl = copy.deepcopy(RESERVED)
     patch = dl.commit_patch(AFTER)
     wl["metadata"]["annotations"].update(patch["metadata"]["annotations"])
     wl["spec"].update(patch["spec"])
-    assert dl.decide_workload(j, wl, AFTER) == decision("none", "timeout already committed on the Workload")
+    assert dl.decide_workload(j, wl, AFTER, NO_REQUEST) == decision("none", "timeout already committed on the Workload")
     assert dl.decide_owner(j, wl, AFTER).action == "mirror"
     j["metadata"]["annotations"].update(dl.mirror_patch(WL_NAME, AFTER)["metadata"]["annotations"])
     assert dl.decide_owner(j, wl, AFTER).action == "arm-cleanup"

@@ -9,11 +9,15 @@ import pytest
 import yaml
 
 from demo.deadline import protocol as dl
+from demo.deadline.rule import DEFAULT_OUTER_FACTOR, DEFAULT_RULE, Bound, Cause, Waiting
 from demo.jobs import phases
 from k8s.objects import parse_time
 from demo.jobs.snapshot import Snapshot
 
 REC = {x["state"]: x for x in yaml.safe_load((Path(__file__).parent / "recorded" / "workloads.yaml").read_text())}
+
+
+NO_REQUEST = dl.Counting(DEFAULT_RULE, DEFAULT_OUTER_FACTOR)     # the default rule; the deadline from submission
 
 
 def with_deadline(job, seconds=20):
@@ -31,11 +35,11 @@ def test_recorded_unadmitted_workload_is_committed_after_its_deadline(state):
     r = REC[state]
     job = with_deadline(r["job"])
     rv = r["workload"]["metadata"]["resourceVersion"]
-    before = dl.decide_workload(job, r["workload"], created(job) + timedelta(seconds=5))
+    before = dl.decide_workload(job, r["workload"], created(job) + timedelta(seconds=5), NO_REQUEST)
     assert before == dl.Decision("wait", "deadline in 15.0s", after=15.0)
-    after = dl.decide_workload(job, r["workload"], created(job) + timedelta(seconds=25))
+    after = dl.decide_workload(job, r["workload"], created(job) + timedelta(seconds=25), NO_REQUEST)
     assert after == dl.Decision("commit", f"deadline passed 5.0s ago; Workload rv {rv} not admitted; committing timeout",
-                                resource_version=rv)
+                                resource_version=rv, cause=Cause(Bound.SUBMITTED, Waiting.QUOTA))
 
 
 @pytest.mark.parametrize("state", ["admitted", "finished"])
@@ -45,7 +49,7 @@ def test_recorded_admitted_workload_is_never_timed_out(state):
     for later in (5, 3600):
         now = created(job) + timedelta(seconds=later)
         rv = r["workload"]["metadata"]["resourceVersion"]
-        assert dl.decide_workload(job, r["workload"], now) == dl.Decision(
+        assert dl.decide_workload(job, r["workload"], now, NO_REQUEST) == dl.Decision(
             "none", f"Workload rv {rv} is Admitted: admission won, no action")
         assert dl.decide_owner(job, r["workload"], now) == dl.Decision("none", "nothing to mirror")
 
@@ -57,7 +61,7 @@ def test_recorded_commit_with_kueues_loose_quota_write_still_counts_as_timeout()
     assert wl["spec"]["active"] is False and any(c["type"] == "QuotaReserved" and c["status"] == "True"
                                                  for c in wl["status"]["conditions"])
     # the reason pins the branch: the Workload is also inactive, which alone would give "none" too
-    d = dl.decide_workload(r["job"], wl, created(r["job"]) + timedelta(hours=1))
+    d = dl.decide_workload(r["job"], wl, created(r["job"]) + timedelta(hours=1), NO_REQUEST)
     assert d == dl.Decision("none", "timeout already committed on the Workload")
 
 
