@@ -60,9 +60,9 @@ from k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECISION_T
 from k8s.objects import annotations, created_at, meta, parse_time  # noqa: E402
 from k8s.resources import JOB, PROVREQ, WORKLOAD  # noqa: E402
 from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
-from scenarios.controllers import start_private, stop_started  # noqa: E402
+from scenarios.kit.controllers import start_private, stop_started  # noqa: E402
 from k8s import poll  # noqa: E402
-from scenarios.harness import NS, Context, ScenarioFailed  # noqa: E402
+from scenarios.kit.harness import NS, Context, ScenarioFailed  # noqa: E402
 
 CLS = "bench-latency"
 BENCH_LABEL = "tau-demo.io/bench"

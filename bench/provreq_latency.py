@@ -38,7 +38,7 @@ from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E40
 from k8s.paths import POOLS_FILE  # noqa: E402
 from k8s.pools import load_pools, pools_to_configmap  # noqa: E402
 from k8s import poll  # noqa: E402
-from scenarios.harness import ScenarioFailed  # noqa: E402
+from scenarios.kit.harness import ScenarioFailed  # noqa: E402
 
 BENCH_NAMESPACE = "bench"
 POOLS = Path(__file__).with_name("pools-bench.yaml")

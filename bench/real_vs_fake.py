@@ -32,8 +32,8 @@ from k8s.objects import name as name_of  # noqa: E402
 from k8s.resources import POD  # noqa: E402
 from k8s.watch import Watch  # noqa: E402
 from scenarios.conformance.probes import reset, running_autoscaler  # noqa: E402
-from scenarios.controllers import start_private, stop_started  # noqa: E402
-from scenarios.harness import Context  # noqa: E402
+from scenarios.kit.controllers import start_private, stop_started  # noqa: E402
+from scenarios.kit.harness import Context  # noqa: E402
 
 
 def time_to_running(ctx: Context, name: str, pods: int = 2, timeout: float = 180) -> float:

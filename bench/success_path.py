@@ -25,8 +25,8 @@ from k8s import workload as workloads  # noqa: E402
 from k8s.client import Kube  # noqa: E402
 from k8s.keys import MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED  # noqa: E402
 from k8s.objects import condition, is_true  # noqa: E402
-from scenarios.harness import Context  # noqa: E402
-from scenarios.recorder import Recorder  # noqa: E402
+from scenarios.kit.harness import Context  # noqa: E402
+from scenarios.kit.recorder import Recorder  # noqa: E402
 
 RUN_TIMEOUT = 600.0         # seconds a run may take to get both pods Running
 

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from scenarios import runner
-from scenarios.controllers import stop_orphans
+from scenarios.kit import runner
+from scenarios.kit.controllers import stop_orphans
 from .interrupt import on_interrupt
 from .options import CONTEXT_SETTINGS, duration, kube_options
 

@@ -13,10 +13,10 @@ import click
 from k8s.pools import PoolsError, load_pools
 from scenarios.conformance import probes as cf
 from scenarios.conformance import fidelity
-from scenarios.controllers import stop_started
+from scenarios.kit.controllers import stop_started
 from scenarios.conformance.deviations import DEVIATIONS
-from scenarios.harness import ScenarioFailed
-from scenarios.runner import NoCluster, make_context
+from scenarios.kit.harness import ScenarioFailed
+from scenarios.kit.runner import NoCluster, make_context
 
 from k8s.keys import GPU
 from k8s.paths import DEVIATIONS_DOC, FIDELITY_DOC, POOLS_FILE, REPO

@@ -18,8 +18,8 @@ from typing import Callable, Iterator
 import click
 
 from k8s import poll
-from scenarios import runner
-from scenarios.controllers import stop_every_started
+from scenarios.kit import runner
+from scenarios.kit.controllers import stop_every_started
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

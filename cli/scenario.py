@@ -8,9 +8,10 @@ import sys
 
 import click
 
-from scenarios import catalogue, runner, soak
+from scenarios.kit import catalogue, runner
+from scenarios.walkthrough import soak
 from scenarios.kueue_specs import group as kueue_group, table as kueue_table
-from scenarios.controllers import ensure_controller, stop_started
+from scenarios.kit.controllers import ensure_controller, stop_started
 
 from demo.cluster import backends
 from demo.cluster.state import State
@@ -134,7 +135,7 @@ def markdown_list() -> str:
         lines.append(f"| {s.group} | `{s.name}` | {report} | {'yes: ' + s.needs_fake if s.needs_fake else ''} | "
                      f"{s.about} |")
     lines += ["", "| group | in the walkthrough (`all`) | what it is |", "| --- | --- | --- |"]
-    lines += [f"| `{g.name}` | {'yes' if g.walkthrough else 'no'} | {g.about} |" for g in catalogue.GROUPS]
+    lines += [f"| `{g.name}` | {'yes' if g.walkthrough else 'no'} | {g.about} |" for g in catalogue.all_groups()]
     return "\n".join(lines)
 
 
@@ -154,8 +155,8 @@ def list_cmd(markdown):
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
     click.echo("\nGroups (`./scenario.sh <group>`; all = the walkthrough groups, in this order):")
-    width = max(len(g.name) for g in catalogue.GROUPS)
-    for g in catalogue.GROUPS:
+    width = max(len(g.name) for g in catalogue.all_groups())
+    for g in catalogue.all_groups():
         click.echo(f"  {g.name.ljust(width)}  {'walkthrough' if g.walkthrough else 'opt-in     '}  {g.about}")
 
 

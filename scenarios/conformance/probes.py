@@ -37,7 +37,7 @@ from k8s.duration import go_duration
 from k8s.errors import ApiError, NotFound, Unreachable
 from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, CA_STATUS_KEY, CHECK_CAPACITY, CONFORMANCE_NAMESPACE,
                       CONFORMANCE_STATIC_LABEL, CONSUME_PROVREQ_ANNOTATION, DEMO_POOL, FAILED, FAKE_CA_LEASE, GPU,
-                      KWOK_NODE_ANNOTATION, MANAGED_LABEL, ON_DEMAND_POOL, POOL_LABEL, PROVISIONED, PROVREQ_CONDITIONS,
+                      ON_DEMAND_POOL, PROVISIONED, PROVREQ_CONDITIONS,
                       PARAM_BOOKING_SECONDS, PARAM_BOOT_SECONDS, PARAM_FAIL_ATTEMPTS, PARAM_HONOR_VALID_UNTIL,
                       PARAM_NO_RETRY, PARAM_PROCESSOR_INSTANCE, PARAM_REVOKE_AFTER, PARAM_REVOKE_UNPROVISIONED,
                       PARAM_STOCKOUT, PARAM_TTL_SECONDS, PARAM_VALID_UNTIL, QUEUED_PROVISIONING_CLASS, REAL_CA_LEASE)
@@ -47,12 +47,13 @@ from k8s.tape import Tape
 from k8s.watch import Event, NotSynced
 from demo.realca import exclusion
 from k8s.duration import FOREVER
-from k8s.pools import Pool, node_manifest, pools_to_yaml
+from k8s.pools import Pool, pools_to_yaml
 
-from ..controllers import Controller, start_private
+from ..kit.controllers import Controller, start_private
+from ..kit.toolbox import free_node
 from .fidelity import (Gap, GroupEvent, Mark, NodeEvent, ObservedWrite, Record, condition_changes,
                        condition_rewrites, group_states, select)
-from ..harness import Context, ScenarioFailed
+from ..kit.harness import Context, ScenarioFailed
 
 STUCK_POOL = "stuckpool"         # the probes' pool whose nodes never become Ready
 
@@ -394,23 +395,6 @@ def provisioning_request(probe: Probe, a: Ask) -> dict:
     if a.params:
         spec["parameters"] = dict(a.params)
     return PROVREQ.new(probe_provreq_name(probe, a), CONFORMANCE_NAMESPACE, spec=spec)
-
-
-def free_node(pool: Pool, i: int, name: str | None = None, gpus: int | None = None) -> dict:
-    """A GPU node with the pool's shape that no autoscaler owns: the one Node builder's node without the pool
-    label, the fake's marks and a providerID (so neither autoscaler takes it for one of its own); `gpus`: another
-    GPU count than the pool's."""
-    node = node_manifest(pool, name or f"conformance-free-{i}")
-    md = node["metadata"]
-    for key in (POOL_LABEL, MANAGED_LABEL):
-        md["labels"].pop(key)
-    md["labels"][CONFORMANCE_STATIC_LABEL] = "true"
-    md["annotations"] = {KWOK_NODE_ANNOTATION: "fake"}
-    node["spec"].pop("providerID")
-    if gpus is not None:
-        for part in ("capacity", "allocatable"):
-            node["status"][part][GPU] = str(gpus)
-    return node
 
 
 def running_pod(pod_name: str, node: str | None, spec: dict, consumes: str = "") -> dict:

@@ -23,8 +23,8 @@ from k8s.objects import condition, meta, spec
 from k8s.resources import ADMISSION_CHECK, POD_TEMPLATE, PROVREQ_CONFIG
 from k8s.poll import eventually
 
-from ..harness import Context
-from ..record import Scenario, Spec
+from ..kit.harness import Context
+from ..kit.record import Scenario, Spec
 from .kit import SpecEnv, check_entry, flavor_spec, gpu_group, pools
 from .quota import podset, strip
 

@@ -22,8 +22,8 @@ from k8s.keys import DEMO_POOL, JOB_NAME_LABEL, ON_DEMAND_POOL, PROVISIONED, Che
 from k8s.objects import is_true, meta
 from k8s.poll import eventually
 
-from ..harness import Context
-from ..record import Scenario, Spec
+from ..kit.harness import Context
+from ..kit.record import Scenario, Spec
 from .kit import SpecEnv, check_entry, fast_boot, flavors_of, quota
 
 HIGH = 1000

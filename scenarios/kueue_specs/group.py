@@ -8,12 +8,13 @@ from demo.toolchain import versions
 from k8s import heartbeat
 from k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
 
-from .. import catalogue, runner
-from ..controllers import stop_started
-from ..harness import Context, ScenarioFailed
+from ..kit import catalogue, runner
+from ..kit.controllers import stop_started
+from ..kit.harness import Context, ScenarioFailed
+from . import GROUPS
 from .table import Entry, SpecResult
 
-GROUP = "kueue-specs"
+GROUP = GROUPS[0].name
 # The real CA at a demo timescale, by its own flags: a loop a second, CapacityIsNotFound retried after 5s
 # (upstream 1m, doubling to 10m), a node found unremovable (a booked one) looked at again after 20s (upstream
 # 5m); the rest as `tau-demo real-ca` sets it (demo/realca/process.py).

@@ -23,9 +23,9 @@ from demo.jobs import kueue_names as names
 from k8s.pools import Pool, load_pools
 from k8s import provreq as provreqs_
 from k8s import workload as workloads
-from k8s.keys import (BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CA_FIELD_MANAGER, CHECK_CAPACITY, CHECK_RESET_PREFIX,
+from k8s.keys import (BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CHECK_CAPACITY, CHECK_RESET_PREFIX,
                       DEACTIVATED, DEACTIVATED_DUE_TO_ADMISSION_CHECK, DEMO_POOL, EVENT_CHECK_REJECTED, EVICTED,
-                      EVICTED_BY_ADMISSION_CHECK, EVICTED_WORKLOADS_METRIC, FAILED, FAKE_CA_FIELD_MANAGER, FIELD_MANAGER,
+                      EVICTED_BY_ADMISSION_CHECK, EVICTED_WORKLOADS_METRIC, FAILED, FIELD_MANAGER,
                       GPU, JOB_NAME_LABEL, PARAM_BOOT_SECONDS, PARAM_FAIL_ATTEMPTS, PARAM_NO_RETRY, PRIORITY_CLASS_LABEL,
                       PROVREQ_CONDITIONS, REQUEUED, REQUEUED_BACKOFF_FINISHED, SPEC_PREFIX, SPECS_NAMESPACE, CheckState)
 from k8s.objects import condition, is_true, meta, revision, spec as spec_of
@@ -35,12 +35,12 @@ from k8s.watch import Event
 from k8s.poll import eventually
 from k8s.tape import WATCH_LAG, first, first_sample, seen
 
-from ..harness import Context
-from ..record import Spec
-from .. import toolbox
+from ..kit.harness import Context
+from ..kit.record import Spec
+from ..kit import toolbox
+from ..kit.toolbox import AUTOSCALER_MANAGERS
 from .table import SOURCE, SpecResult
 
-AUTOSCALER_MANAGERS = frozenset({CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER})     # who may write a request's conditions
 STANDALONE = "standalone"          # Kueue's replica_role label of a single manager
 METRIC_TIMEOUT = 10.0              # seconds a metric is read again until it shows what the spec wants (or is read at all)
 METRIC_INTERVAL = 0.5

@@ -41,8 +41,8 @@ from k8s.objects import condition, is_true, revision
 from k8s.resources import PROVREQ
 from k8s.poll import eventually
 
-from ..harness import Context
-from ..record import Scenario, Spec
+from ..kit.harness import Context
+from ..kit.record import Scenario, Spec
 from .kit import SpecEnv, after_by_revision, check_entry, fast_boot, reason_of
 
 WINDOW = 4.0               # seconds a state is watched for after the change that must not move it

@@ -29,8 +29,8 @@ from k8s.objects import condition, is_true, meta, spec
 from k8s.resources import POD_TEMPLATE
 from k8s.watch import Event
 
-from ..harness import Context
-from ..record import Scenario, Spec
+from ..kit.harness import Context
+from ..kit.record import Scenario, Spec
 from .kit import SpecEnv, after_by_revision, check_entry, flavor_spec, pools, reason_of
 
 EXAMPLE_RESOURCE = "example.org/res1"             # the suite's customResourceOne: no node has it

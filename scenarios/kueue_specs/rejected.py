@@ -30,8 +30,8 @@ from k8s import workload as workloads
 from k8s.keys import CAPACITY_REVOKED, FAILED, PARAM_REVOKE_AFTER, PARAM_REVOKE_UNPROVISIONED
 from k8s.objects import condition
 
-from ..harness import Context
-from ..record import Scenario, Spec
+from ..kit.harness import Context
+from ..kit.record import Scenario, Spec
 from .kit import SpecEnv, failing
 
 SPEC_6 = Spec(6, 380, "Should set the condition rejected when the provision fails",

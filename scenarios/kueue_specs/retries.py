@@ -28,10 +28,9 @@ from k8s.keys import (BOOKING_EXPIRED, DEMO_POOL, EVICTED, EVICTED_BY_ADMISSION_
 from k8s.objects import condition, is_true, revision
 from k8s.resources import NODE
 
-from ..conformance.probes import free_node
-from ..harness import Context
-from ..record import Scenario, Spec
-from .. import toolbox
+from ..kit.harness import Context
+from ..kit.record import Scenario, Spec
+from ..kit import toolbox
 from .kit import SpecEnv, check_entry, failing, fast_boot, gpu_group, pools, reason_of
 
 FAKE_FAILS = "the fake fails attempts 1..{n} (fakeCAFailAttempts={n}) and provisions the next"
@@ -123,7 +122,7 @@ def retry_then_provisioned(ctx: Context) -> None:
             env.driven(first, FAILED)
             if ctx.autoscaler == "real":
                 ctx.step("A 16-GPU node that belongs to no autoscaler joins (what check-capacity can then find)")
-                made.append(ctx.k.create(NODE, free_node(pools()[DEMO_POOL], 0, name=f"{env.name}-free",
+                made.append(ctx.k.create(NODE, toolbox.free_node(pools()[DEMO_POOL], 0, name=f"{env.name}-free",
                                                          gpus=16))["metadata"]["name"])
             env.expect_retry(wl, check, 1)
             second = env.request_name(wl, 2)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..record import Spec
-from ..runner import AUTOSCALERS
+from ..kit.record import Spec
+from ..kit.runner import AUTOSCALERS
 
 UPSTREAM = "https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/"
 SOURCE = "test/integration/singlecluster/controller/admissionchecks/provisioning/provisioning_test.go"

@@ -31,9 +31,9 @@ from k8s.resources import CLUSTER_QUEUE, JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.tape import Tape
 from k8s.watch import NotSynced
 
-from ..controllers import start_private
-from ..harness import NS, Context, ScenarioFailed
-from ..recorder import Recorder
+from ..kit.controllers import start_private
+from ..kit.harness import NS, Context, ScenarioFailed
+from ..kit.recorder import Recorder
 from . import checks
 
 CLUSTER_KINDS = (JOB, WORKLOAD, PROVREQ, POD, NODE)
@@ -93,6 +93,12 @@ def no_deadline_on_workers(ws: list[Worker]) -> bool:
     """No admission-deadline controller runs on a worker: the remote Job copies the manager Job's deadline
     annotation, and only the manager's controller may decide."""
     return not any(heartbeat.alive(w.ctx.k, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS) for w in ws)
+
+
+def worker_contexts(ctx: Context) -> list[tuple[str, Context]]:
+    """The workers, each (its name, its context): the clusters besides the manager that a multikueue run makes
+    objects on (the group's Group.other_clusters: where the runner looks for what a run left and clean sweeps)."""
+    return [(w.name, w.ctx) for w in workers(ctx)]
 
 
 def leftovers(ctx: Context, ws: list[Worker]) -> list[str]:

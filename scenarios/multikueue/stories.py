@@ -32,12 +32,12 @@ from k8s.paths import shown
 from k8s import heartbeat
 from k8s.tape import first
 
-from .. import race
-from ..harness import NS, Context
-from ..kueue_specs.kit import AUTOSCALER_MANAGERS
-from ..record import Report, Scenario
-from ..recorder import check_commit_bound
-from .. import toolbox
+from ..kit.controllers import race_controller
+from ..kit.harness import NS, Context
+from ..kit.record import Report, Scenario
+from ..kit.recorder import check_commit_bound
+from ..kit import toolbox
+from ..kit.toolbox import AUTOSCALER_MANAGERS
 from . import checks, kit
 from .kit import Trio, Worker
 
@@ -335,7 +335,7 @@ def _race(ctx: Context, ws: list[Worker], point: str) -> dict:
     Job; worker-1 gets capacity at CAPACITY_BACK, worker-2 never."""
     cls = "race-multikueue"
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race.race_controller(ctx, cls, "committed", hook_dir)
+    ctl = race_controller(ctx, cls, "committed", hook_dir)
     name = ctx.new_name("job-mkrace")
     key = f"{NS}/{name}"
     hooks.arm(hook_dir, point, key)

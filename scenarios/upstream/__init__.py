@@ -5,3 +5,8 @@ Each module declares its REPORT (record.Report: number, title, claim, fixed_in) 
 layer of the design bounds it.  A new report is a new module here, found by scenarios.catalogue;
 never_provisioned.py is the shortest example.
 """
+
+from ..kit.record import Group
+
+GROUPS = (Group("upstream", "known Kueue v0.19.2 and Cluster Autoscaler 1.36.1 defects, reproduced or not",
+                walkthrough=False),)

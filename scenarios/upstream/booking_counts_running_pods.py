@@ -24,9 +24,9 @@ from k8s.quantity import parse_quantity
 from k8s.poll import eventually
 from k8s.resources import POD, PROVREQ
 
-from ..harness import NS, Context
-from ..record import Report, Scenario
-from .. import toolbox
+from ..kit.harness import NS, Context
+from ..kit.record import Report, Scenario
+from ..kit import toolbox
 
 REPORT = Report(
     number="kubernetes/autoscaler#9805",

@@ -40,11 +40,11 @@ from k8s.resources import CLUSTER_QUEUE, JOB, WORKLOAD
 from demo.timeline import svg
 from demo.timeline.log import EventLog
 
-from ..harness import NS, Context
-from ..race import race_controller
-from ..recorder import Recorder
-from ..record import Report, Scenario
-from .. import toolbox
+from ..kit.controllers import race_controller
+from ..kit.harness import NS, Context
+from ..kit.recorder import Recorder
+from ..kit.record import Report, Scenario
+from ..kit import toolbox
 
 REPORT = Report(
     number="kubernetes-sigs/kueue#6711",

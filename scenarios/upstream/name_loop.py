@@ -32,10 +32,10 @@ from k8s.resources import POD_TEMPLATE, PROVREQ
 from demo.timeline import svg
 from demo.timeline.lanes import snapshot_states
 
-from ..harness import NS, Context
-from ..recorder import Recorder
-from ..record import Report, Scenario
-from .. import toolbox
+from ..kit.harness import NS, Context
+from ..kit.recorder import Recorder
+from ..kit.record import Report, Scenario
+from ..kit import toolbox
 
 REPORT = Report(
     number="kubernetes-sigs/kueue#12542",

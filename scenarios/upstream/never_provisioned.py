@@ -18,10 +18,10 @@ from k8s.objects import condition, is_true
 from k8s.tape import ever
 from demo.timeline import svg
 
-from ..harness import NS, Context
-from ..recorder import Recorder
-from ..record import Report, Scenario
-from .. import toolbox
+from ..kit.harness import NS, Context
+from ..kit.recorder import Recorder
+from ..kit.record import Report, Scenario
+from ..kit import toolbox
 
 REPORT = Report(number="kubernetes-sigs/kueue#3245", title="requests accepted but not provisioned for more than a day",
                 claim="a ProvisioningRequest can stay Accepted and not Provisioned indefinitely; Kueue has no timeout "

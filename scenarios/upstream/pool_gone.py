@@ -24,10 +24,10 @@ from k8s.objects import condition, is_true, meta
 from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR
 from k8s.tape import ever
 
-from ..harness import NS, Context
-from ..record import Report, Scenario
-from ..recorder import Recorder
-from .. import toolbox
+from ..kit.harness import NS, Context
+from ..kit.record import Report, Scenario
+from ..kit.recorder import Recorder
+from ..kit import toolbox
 
 REPORT = Report(
     number="kubernetes/autoscaler#9490",

@@ -30,9 +30,9 @@ from k8s.paths import MANIFESTS
 from k8s.resources import CRD
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
-from scenarios.controllers import ensure_controller, stop_started
+from scenarios.kit.controllers import ensure_controller, stop_started
 from k8s import poll
-from scenarios.harness import Context
+from scenarios.kit.harness import Context
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
 BACKEND = os.environ.get("TAU_DEMO_TEST_BACKEND", "kwok")         # kind: on a Docker engine (tests/kind/)
@@ -193,7 +193,7 @@ def no_autoscaler(k):
 @pytest.fixture
 def own_fake_ca(k, no_autoscaler):
     """Start a fake autoscaler of the test's own with extra flags (the session's is stopped meanwhile)."""
-    from scenarios.controllers import start_private
+    from scenarios.kit.controllers import start_private
     started = []
 
     def start(*args: str):

@@ -34,9 +34,9 @@ from k8s.objects import annotations, labels, meta
 from k8s.paths import MANIFESTS, REPO
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, CRD, LOCAL_QUEUE, NAMESPACE, PROVREQ_CONFIG,
                            RESOURCE_FLAVOR, TAUCLUSTER)
-from scenarios import catalogue
-from scenarios.controllers import stop_started
-from scenarios.runner import make_context, start_clean
+from scenarios.kit import catalogue
+from scenarios.kit.controllers import stop_started
+from scenarios.kit.runner import make_context, start_clean
 
 pytestmark = pytest.mark.attach
 

@@ -38,8 +38,8 @@ from k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, D
 from k8s.objects import annotations, is_true, parse_time
 from k8s.resources import JOB, WORKLOAD
 from k8s.runtime import WorkQueue
-from scenarios import race
-from scenarios.harness import NS
+from scenarios.walkthrough import race
+from scenarios.kit.harness import NS
 from tests.cluster.conftest import wait_for
 
 CLASS = "in-process"                  # no controller process serves this class: only the test's instances

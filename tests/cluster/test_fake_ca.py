@@ -16,7 +16,7 @@ from k8s.keys import MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca.status import group_backoff
-from scenarios.harness import NS
+from scenarios.kit.harness import NS
 from tests.cluster.conftest import HOOK_DIR, wait_for
 
 BEA = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"

@@ -19,9 +19,9 @@ from k8s import heartbeat, hooks
 from k8s import resources as R
 from k8s.keys import DEADLINE_LEASE_PREFIX, FAKE_CA_LEASE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import is_true, meta, revision
-from scenarios import race
-from scenarios.controllers import READY_LINE, Controller
-from scenarios.recorder import Recorder
+from scenarios.walkthrough import race
+from scenarios.kit.controllers import READY_LINE, Controller, race_controller
+from scenarios.kit.recorder import Recorder
 from tests.cluster.conftest import BACKEND, HOOK_DIR, NAME, wait_for
 
 NS = "demo"
@@ -108,7 +108,7 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
 
 def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
     hook_dir = Path(HOOK_DIR) / "deadline"
-    ctl = race.race_controller(clean, "race-committed", "committed", hook_dir)
+    ctl = race_controller(clean, "race-committed", "committed", hook_dir)
     name = clean.new_name("job-fault")
     key = f"{NS}/{name}"
     hooks.arm(hook_dir, "before-commit", key)

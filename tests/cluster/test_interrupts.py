@@ -21,7 +21,7 @@ import pytest
 from demo.cluster import procs
 from k8s.resources import CLUSTER_QUEUE, JOB, NODE, PROVREQ, WORKLOAD
 from k8s.tape import Tape
-from scenarios import runner
+from scenarios.kit import runner
 
 from tests.cluster.conftest import REPO
 

@@ -12,9 +12,9 @@ import pytest
 
 from k8s import heartbeat
 from k8s.keys import REAL_CA_LEASE
-from scenarios import catalogue
-from scenarios.controllers import start_private
-from scenarios.harness import Context
+from scenarios.kit import catalogue
+from scenarios.kit.controllers import start_private
+from scenarios.kit.harness import Context
 from scenarios.kueue_specs import group, table
 from tests.cluster.conftest import wait_for
 

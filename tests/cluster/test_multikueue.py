@@ -24,9 +24,9 @@ from demo.cluster.state import ClusterError, State
 from demo.toolchain import components as toolchain
 from k8s.client import Kube
 from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS
-from scenarios import catalogue
-from scenarios.controllers import ensure_controller, stop_started
-from scenarios.harness import Context
+from scenarios.kit import catalogue
+from scenarios.kit.controllers import ensure_controller, stop_started
+from scenarios.kit.harness import Context
 from tests.cluster.conftest import BACKEND
 
 pytestmark = pytest.mark.skipif(BACKEND != "kwok", reason="MultiKueue on one machine is kwok-only (docs/multikueue.md): "

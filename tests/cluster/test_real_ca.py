@@ -19,8 +19,8 @@ from demo.realca import coexist
 from demo.toolchain.components import CLUSTER_AUTOSCALER_BINARY
 from k8s.pools import load_pools
 from scenarios.conformance import probes as cf
-from scenarios.controllers import start_private
-from scenarios.harness import Context
+from scenarios.kit.controllers import start_private
+from scenarios.kit.harness import Context
 from tests.cluster.conftest import wait_for
 
 SCAN = 1.0

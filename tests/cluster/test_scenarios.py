@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios import catalogue, race
+from scenarios.kit import catalogue
+from scenarios.walkthrough import race
 
 RACES = catalogue.members("race")
 ONCE = [n for n in catalogue.members("all") if n not in RACES]

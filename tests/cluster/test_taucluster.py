@@ -37,8 +37,8 @@ from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_
 from k8s.paths import REPO
 from k8s.quantity import parse_quantity_exact
 from k8s.watch import Watch
-from scenarios import catalogue
-from scenarios.taucluster import profile_raw
+from scenarios.kit import catalogue
+from scenarios.taucluster.stories import profile_raw
 from tests.cluster.conftest import wait_for
 
 KINDS = {r.kind: r for r in (RESOURCE_FLAVOR, PROVREQ_CONFIG, ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE)}

@@ -28,8 +28,8 @@ from selenium.webdriver.chrome.service import Service
 
 from demo.cluster import backends
 from demo.timeline import log as event_log
-from scenarios import success
-from scenarios.recorder import Recorder
+from scenarios.walkthrough import success
+from scenarios.kit.recorder import Recorder
 from tests.cluster.conftest import BACKEND, NAME
 
 REPO = Path(__file__).resolve().parents[2]

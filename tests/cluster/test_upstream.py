@@ -13,9 +13,9 @@ import pytest
 from demo.toolchain.components import CLUSTER_AUTOSCALER_BINARY
 from k8s import heartbeat
 from k8s.keys import REAL_CA_LEASE
-from scenarios import catalogue
-from scenarios.controllers import start_private
-from scenarios.harness import Context
+from scenarios.kit import catalogue
+from scenarios.kit.controllers import start_private
+from scenarios.kit.harness import Context
 from tests.cluster.conftest import wait_for
 
 AUTOSCALER_REPORTS = ["upstream-9805", "upstream-9490"]      # kubernetes/autoscaler#9805, #9490: run under the real CA

@@ -141,7 +141,7 @@ def tidy(k) -> None:
     from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, POOL_LABEL
     from k8s.resources import JOB, NAMESPACE, NODE, PROVREQ, WORKLOAD, Resource
     from k8s import poll
-    from scenarios.harness import NS
+    from scenarios.kit.harness import NS
     for pid in started_from_copy():
         try:
             os.kill(pid, signal.SIGKILL)

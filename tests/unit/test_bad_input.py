@@ -645,8 +645,8 @@ def test_scenario_run_of_an_unknown_name_lists_the_names():
 
 
 def test_a_manager_runs_only_the_multikueue_group_and_the_group_runs_only_on_a_manager(tmp_path, monkeypatch):
-    from scenarios import runner
-    from scenarios.harness import Context
+    from scenarios.kit import runner
+    from scenarios.kit.harness import Context
     monkeypatch.setenv("TAU_DEMO_STATE", str(tmp_path))
     kubeconfigs = {}
     for name, role in (("mgr", "manager"), ("plain", "")):

@@ -243,7 +243,7 @@ def _snap(wl=None, job=None, pods=()):
 
 
 def test_soak_invariants_allow_a_timeout_after_an_eviction_and_catch_real_violations():
-    from scenarios.soak import invariant_violations
+    from scenarios.walkthrough.soak import invariant_violations
     admitted = {"status": {"conditions": [{"type": "Admitted", "status": "True"}]}}
     committed = {"metadata": {"annotations": {dl.DECISION_ANNOTATION: "timed-out"}}}
     both = {"metadata": committed["metadata"], "status": admitted["status"]}

@@ -17,7 +17,7 @@ import pytest
 from cli import main as tau_demo
 from cli.scenario import markdown_list
 from k8s.duration import BadDuration, parse_duration
-from scenarios import catalogue
+from scenarios.kit import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

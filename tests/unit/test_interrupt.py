@@ -16,7 +16,7 @@ import pytest
 
 from cli.interrupt import exit_code
 from k8s import poll
-from scenarios.runner import CLEAN_COMMAND
+from scenarios.kit.runner import CLEAN_COMMAND
 
 from k8s.paths import REPO
 

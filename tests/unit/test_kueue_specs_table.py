@@ -8,7 +8,7 @@ from pathlib import Path
 
 from scenarios.kueue_specs import group, table
 from scenarios.kueue_specs.table import Entry, SpecResult
-from scenarios.record import Spec
+from scenarios.kit.record import Spec
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kueue-v0.19.2-provisioning-its.txt"
@@ -42,7 +42,7 @@ def test_the_group_is_the_21_specs_in_file_order_each_once():
 
 
 def test_each_scenarios_docstring_quotes_its_spec_and_names_its_line():
-    from scenarios import catalogue
+    from scenarios.kit import catalogue
     for e in group.entries():
         doc = " ".join((catalogue.by_name()[e.scenario].run.__doc__ or "").split())
         assert f'spec {e.spec.number}, "{e.spec.title}" (provisioning_test.go:{e.spec.line})' in doc, e.scenario

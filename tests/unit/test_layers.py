@@ -15,8 +15,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CODE = ("k8s", "fake_ca", "demo", "scenarios", "cli", "bench")
 
-# (layer, packages) lowest first: the top-level folders in this order, and demo/'s packages between
-# fake_ca/ and scenarios/ (demo/__init__.py and docs/architecture.md say the same).
+# (layer, packages) lowest first: the top-level folders in this order, demo/'s packages between fake_ca/ and
+# scenarios/, and scenarios/'s in three floors: the kit every story stands on, the story families, and the two
+# products with an entry point and a report of their own (demo/__init__.py, scenarios/__init__.py and
+# docs/architecture.md say the same).
 LAYERS = [
     ("foundation", ["k8s"]),
     ("autoscaler", ["fake_ca"]),
@@ -24,11 +26,14 @@ LAYERS = [
     ("cluster", ["demo.cluster"]),
     ("services", ["demo.jobs", "demo.deadline", "demo.timeline", "demo.realca", "demo.taucluster"]),
     ("page", ["demo.ui"]),                                   # the live page's server (I/O over demo.timeline)
-    ("scenarios", ["scenarios"]),
+    ("scenario kit", ["scenarios", "scenarios.kit"]),        # "scenarios": its __init__ only
+    ("story families", ["scenarios.walkthrough", "scenarios.upstream", "scenarios.taucluster", "scenarios.multikueue"]),
+    ("scenario products", ["scenarios.kueue_specs", "scenarios.conformance"]),     # tau-demo kueue-specs, conformance
     ("cli", ["cli"]),
     ("bench", ["bench"]),                           # scripts: they may use everything below, nothing uses them
 ]
 RANK = {pkg: i for i, (_, pkgs) in enumerate(LAYERS) for pkg in pkgs}
+BAND_ROOTS = ("demo", "scenarios")        # a band's own folder: its __init__ only, its packages declared one by one
 
 
 def module_name(path: Path) -> str:
@@ -43,7 +48,7 @@ def package_of(module: str) -> str | None:
     """The declared package a module belongs to (longest match)."""
     best = None
     for pkg in RANK:
-        if module == pkg or (module.startswith(pkg + ".") and pkg != "demo"):
+        if module == pkg or (module.startswith(pkg + ".") and pkg not in BAND_ROOTS):
             if best is None or len(pkg) > len(best):
                 best = pkg
     return best
@@ -116,9 +121,11 @@ def test_no_import_cycles_between_packages():
     assert not cycles, f"packages in an import cycle: {cycles} ({ {p: sorted(edges[p]) for p in cycles} })"
 
 
-# The one module allowed to import by name: the scenario catalogue finds the story modules of its own package
-# (every one of them is parsed here like any other module, so no dependency is hidden).
-DISCOVERS_OWN_PACKAGE = {"scenarios/catalogue.py": 'pkgutil.walk_packages([str(Path(__file__).parent)], "scenarios.")'}
+# The one module allowed to import by name: the scenario catalogue (in the kit) finds the story modules of the
+# scenarios package, the families' above it among them (every one of them is parsed here like any other module, so
+# no dependency is hidden).
+DISCOVERS_OWN_PACKAGE = {
+    "scenarios/kit/catalogue.py": 'pkgutil.walk_packages([str(Path(__file__).parents[1])], "scenarios.")'}
 
 
 def test_no_import_by_string():
@@ -139,6 +146,21 @@ def test_no_import_by_string():
                     a.name == "importlib" for a in node.names):
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno}: imports importlib")
     assert not bad, f"imports by string hide dependencies: {bad}"
+
+
+def test_each_scenario_family_and_product_stands_on_the_kit_alone():
+    """Inside scenarios/ no package imports another of its own floor: a family reads no other family's stories or
+    kit, a product no other product's, and what two of them share lives in the kit below."""
+    floor = {pkg: RANK[pkg] for pkg in RANK if pkg.startswith("scenarios.")}
+    bad = []
+    for path in sources():
+        me = package_of(module_name(path))
+        for line, target, _ in imports(path):
+            them = package_of(target)
+            if me in floor and them in floor and them != me and floor[them] == floor[me]:
+                bad.append(f"{path.relative_to(REPO)}:{line}: {me} imports {target}")
+    assert not bad, "a scenario family or product reaches into a sibling (move what they share into the kit):\n" + \
+        "\n".join(bad)
 
 
 def test_imports_inside_functions_say_why():
@@ -193,7 +215,7 @@ def test_the_benchmarks_use_only_public_names():
 OBSERVERS = ("scenarios", "demo/jobs", "demo/timeline", "demo/ui")
 WATCH_MACHINERY = {"k8s.watch": {"Watch", "start_synced", "informer"}, "k8s.runtime": {"Store"}}
 CONTROLLERS_AMONG_OBSERVERS = {
-    "scenarios/toolbox.py": "ExternalCheck: an AdmissionCheck controller of the scenarios' own (it writes its entry)"}
+    "scenarios/kit/toolbox.py": "ExternalCheck: an AdmissionCheck controller of the scenarios' own (it writes its entry)"}
 
 
 def watch_machinery_imported(path: Path) -> list[str]:

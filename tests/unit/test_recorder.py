@@ -22,9 +22,9 @@ from k8s.keys import CLEANUP_AFTER_ANNOTATION, DECISION_ANNOTATION, TIMED_OUT
 from k8s.resources import JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event, Watch
 from k8s.poll import eventually, pause
-from scenarios import recorder as recorder_mod
-from scenarios.harness import Context
-from scenarios.recorder import COMMIT_SIGHTING_MARGIN, LogFollower, Recorder, check_commit_bound, log_sources
+from scenarios.kit import recorder as recorder_mod
+from scenarios.kit.harness import Context
+from scenarios.kit.recorder import COMMIT_SIGHTING_MARGIN, LogFollower, Recorder, check_commit_bound, log_sources
 
 DUE = datetime(2026, 11, 29, 12, 0, 10, tzinfo=timezone.utc)
 

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli.scenario import scenario_group
-from scenarios import catalogue
-from scenarios.record import Scenario
+from scenarios.kit import catalogue
+from scenarios.kit.record import Scenario
 
 REPO = Path(__file__).resolve().parents[2]
 WALKTHROUGH = ["success", "timeout-preflight", "timeout-window", "timeout-deadline", "race-admission-wins",
@@ -45,7 +45,7 @@ def test_default_walkthrough_is_unchanged_and_upstream_is_opt_in():
 
 def test_every_record_runs_something_and_names_a_declared_group():
     for s in catalogue.scenarios():
-        assert callable(s.run) and s.about and s.group in {g.name for g in catalogue.GROUPS}
+        assert callable(s.run) and s.about and s.group in {g.name for g in catalogue.all_groups()}
 
 
 def test_a_duplicate_name_or_an_undeclared_group_is_refused():
@@ -73,7 +73,7 @@ def test_scenario_list_shows_every_record():
         assert line.split()[0] == s.group
         assert (s.report.number.removeprefix("kubernetes-sigs/") if s.report else "-") == line.split()[2]
         assert ("yes" if s.needs_fake else "no") == line.split()[3]
-    for g in catalogue.GROUPS:
+    for g in catalogue.all_groups():
         assert any(x.split()[:1] == [g.name] and g.about in x for x in out.splitlines())
 
 

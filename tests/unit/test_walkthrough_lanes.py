@@ -16,9 +16,9 @@ from demo.taucluster.profile import parse_all
 from k8s.pools import load_pools
 from k8s.manifests import ManifestError, load_manifest
 from k8s.paths import MANIFESTS, POOLS_FILE
-from scenarios import catalogue
-from scenarios.harness import Lane, lane_of
-from scenarios.runner import lane_of_scenario
+from scenarios.kit import catalogue
+from scenarios.kit.harness import Lane, lane_of
+from scenarios.kit.runner import lane_of_scenario
 
 [DEMO_TC] = load_manifest(MANIFESTS / "taucluster-demo.yaml")
 DEMO = DEMO_TC["spec"]["profiles"][0]
@@ -102,7 +102,7 @@ def test_what_a_lane_tells_its_scenario():
 
 
 def test_submit_and_preflight_are_told_the_lane_only_off_the_demos():
-    from scenarios.harness import Context
+    from scenarios.kit.harness import Context
     assert Context(None, "", lane=Lane(scoped=True)).lane_args() == []
     assert Context(None, "", lane=lane_of("timeout-preflight")).lane_args() == [
         "--profile", "wt-timeout-preflight", "-n", "wt-timeout-preflight"]

@@ -9,11 +9,11 @@ import io
 import pytest
 
 from demo.cluster.kueue_metrics import MetricsUnavailable, NotServed
-from scenarios import toolbox
-from scenarios.harness import Context
+from scenarios.kit import toolbox
+from scenarios.kit.harness import Context
 from scenarios.kueue_specs.kit import METRIC_INTERVAL, METRIC_TIMEOUT, metric_verdict
-from scenarios.record import Report, Scenario
-from scenarios.runner import run_one
+from scenarios.kit.record import Report, Scenario
+from scenarios.kit.runner import run_one
 from test_poll import Clock
 
 REPORT = Report("kubernetes-sigs/kueue#0", "a report", "it happens", "open")

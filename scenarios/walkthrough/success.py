@@ -17,9 +17,9 @@ from k8s.keys import GPU
 from k8s.objects import parse_time
 from k8s.paths import shown
 
-from .harness import Context
-from .record import Scenario
-from .recorder import Recorder
+from ..kit.harness import Context
+from ..kit.record import Scenario
+from ..kit.recorder import Recorder
 
 TITLE = "Success path: a 2 × 8-GPU gang starts only when both nodes exist"
 

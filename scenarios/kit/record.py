@@ -1,9 +1,9 @@
 """What a scenario is: one record, declared in the module that tells its story.
 
 A story module lists its scenarios in a module attribute `SCENARIOS` (a tuple of `Scenario`);
-`scenarios.catalogue` finds every such module of the package, so adding a scenario touches that one
-file.  A scenario belongs to a group (`Group`, declared once in the catalogue); the groups marked
-`walkthrough` make up "all", the design's walkthrough, in their declared order.
+`scenarios.kit.catalogue` finds every such module of the package, so adding a scenario touches that one
+file.  A scenario belongs to a group (`Group`, declared once, in its family's package: `GROUPS`); the groups
+marked `walkthrough` make up "all", the design's walkthrough, in the catalogue's order.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ class Group:
     about: str           # one line
     walkthrough: bool    # part of "all" (the design's walkthrough)
     multikueue: bool = False     # runs on a MultiKueue manager (`tau-demo cluster up --multikueue`), not a plain cluster
+    # The clusters besides ctx's own that its scenarios make objects on, each (its name, its context): where what a run
+    # left behind is looked for, and what `tau-demo clean` sweeps, on the kind of cluster the group runs on.  None:
+    # ctx's own cluster only.
+    other_clusters: Callable[[Context], list[tuple[str, Context]]] | None = None
 
 
 @dataclass(frozen=True)

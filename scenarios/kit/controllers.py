@@ -113,6 +113,19 @@ def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout
     return c
 
 
+RACE_TTL = "5s"         # the cleanup TTL of a race's private deadline controller
+
+
+def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_dir: Path | None = None) -> Controller:
+    """A deadline controller of the scenario's own (its class `cls`, on its lane's namespace), freshly started:
+    what a race pauses (through `hook_dir`) without stalling the shared one."""
+    args = ["deadline", "--class", cls, "--protocol", protocol, "--cleanup-ttl", RACE_TTL, "--resync", "1s",
+            "--namespace", ctx.lane.namespace]
+    if hook_dir:
+        args += ["--hook-dir", str(hook_dir)]
+    return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")
+
+
 def stop_started(ctx: Context) -> None:
     for c in reversed(ctx.started):
         c.stop()

@@ -24,10 +24,10 @@ from k8s import hooks
 from k8s.keys import DECISION_TIME_ANNOTATION, PARAM_BOOT_SECONDS
 from k8s.objects import parse_time
 
-from .controllers import Controller
-from .harness import NS, Context
-from .race import CLASS_ANNOTATION, DEADLINE, capacity_back_after, race_controller
-from .recorder import Recorder
+from ..kit.controllers import Controller, race_controller
+from ..kit.harness import NS, Context
+from .race import CLASS_ANNOTATION, DEADLINE, capacity_back_after
+from ..kit.recorder import Recorder
 
 
 FAULTS = ("deadline-controller", "fake-ca", "kueue", "kube-apiserver")

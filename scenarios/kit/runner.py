@@ -32,7 +32,6 @@ from demo.realca import exclusion
 from . import catalogue
 from .controllers import ensure_controller, stop_started
 from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
-from .multikueue import kit as mk_kit
 from .record import Scenario
 
 AUTOSCALERS = ("fake", "real")
@@ -88,7 +87,7 @@ def lane_of_scenario(scenario: Scenario, side_by_side: bool) -> Lane:
     """Where a scenario runs (pure): a walkthrough scenario's nodes are its pool's (scoped), on a lane of its own
     side by side (`success` on the demo's profile, whose pool no other one uses then); every other scenario on the
     demo's profile, seeing every pool."""
-    walkthrough = {g.name for g in catalogue.GROUPS if g.walkthrough}
+    walkthrough = {g.name for g in catalogue.all_groups() if g.walkthrough}
     if scenario.group not in walkthrough:
         return Lane()
     return lane_of(scenario.name) if side_by_side and scenario.lane else Lane(scoped=True)
@@ -105,7 +104,7 @@ def missing_lanes(ctx: Context, names: list[str]) -> list[str]:
 def check_cluster(ctx: Context, names: list[str]) -> None:
     """NoCluster when a chosen scenario's group needs the other kind of cluster: the multikueue group a
     MultiKueue manager, every other group a plain demo cluster (a manager dispatches its Jobs to workers)."""
-    groups = {g.name: g for g in catalogue.GROUPS}
+    groups = {g.name: g for g in catalogue.all_groups()}
     wanted = {groups[catalogue.by_name()[n].group].multikueue for n in names}
     manager = is_manager(ctx.kubeconfig)
     if True in wanted and not manager:
@@ -206,7 +205,7 @@ def run_chosen(ctx: Context, chosen: list[str], side_by_side: bool, progress=Non
     """The walkthrough's scenarios side by side (when asked and the cluster has their lanes; `progress(text)`
     shows a status line meanwhile), then the rest one after another.  The runner's summary, in `chosen`'s order
     of groups."""
-    walk = {g.name for g in catalogue.GROUPS if g.walkthrough}
+    walk = {g.name for g in catalogue.all_groups() if g.walkthrough}
     records = catalogue.by_name()
     side = [n for n in chosen if records[n].group in walk] if side_by_side else []
     missing = missing_lanes(ctx, side) if len(side) > 1 else []
@@ -224,16 +223,24 @@ def run_chosen(ctx: Context, chosen: list[str], side_by_side: bool, progress=Non
 LEFT_NODES_TIMEOUT = 120.0     # seconds for the nodes a run left to go (the autoscaler finds them unneeded)
 
 
+def other_clusters(ctx: Context) -> list[tuple[str, Context]]:
+    """The clusters besides ctx's own that a run on it makes objects on, each (its name, its context): those the
+    groups that run on this kind of cluster (a MultiKueue manager or a plain one) name (Group.other_clusters)."""
+    manager = ctx.cluster == MANAGER
+    return [c for g in catalogue.all_groups() if g.multikueue == manager and g.other_clusters for c in g.other_clusters(ctx)]
+
+
 def left_behind(ctx: Context) -> list[str]:
-    """What a finished run left on the cluster (on a MultiKueue manager, on its three clusters), once the nodes it
-    left had the time to go by themselves."""
+    """What a finished run left on the cluster, and on the other clusters its groups use (other_clusters: a
+    MultiKueue manager's workers), once the nodes it left had the time to go by themselves."""
     try:
         ctx.wait_pool_empty(LEFT_NODES_TIMEOUT)
     except ScenarioFailed:
         pass
-    if ctx.cluster == MANAGER:
-        return mk_kit.leftovers(ctx, mk_kit.workers(ctx))
-    return ctx.leftovers()
+    others = other_clusters(ctx)
+    if not others:
+        return ctx.leftovers()
+    return [f"{ctx.cluster}: {x}" for x in ctx.leftovers()] + [f"{name}: {x}" for name, c in others for x in c.leftovers()]
 
 
 def _wait(future, seconds: float) -> None:
@@ -264,11 +271,12 @@ def made_by_harness(ctx: Context) -> list[tuple]:
 
 
 def clean(ctx: Context, timeout: float = SWEEP_TIMEOUT, say=None) -> tuple[list[str], list[str]]:
-    """Remove what the harness made (made_by_harness), on a MultiKueue manager on its workers too, and nothing
+    """Remove what the harness made (made_by_harness), on the other clusters its groups use too (other_clusters: a
+    MultiKueue manager's workers), and nothing
     else: deleted in CLEAN_ORDER, deleted again while it comes back (a Workload Kueue made for a Job still being
     deleted, a node an autoscaler made for a request just deleted), until nothing is left or `timeout` has passed.
     (what was removed, what is still there), each as 'Kind namespace/name'; `say(line)` hears each deletion."""
-    contexts = [("", ctx)] + ([(f"{w.name}: ", w.ctx) for w in mk_kit.workers(ctx)] if ctx.cluster == MANAGER else [])
+    contexts = [("", ctx)] + [(f"{name}: ", c) for name, c in other_clusters(ctx)]
     removed: list[str] = []
 
     def shown(where: str, res, name: str, ns: str | None) -> str:

@@ -33,10 +33,10 @@ from k8s.paths import shown
 from k8s.resources import JOB, PROVREQ, PROVREQ_CONFIG, WORKLOAD
 from k8s.poll import eventually
 
-from .harness import Context, ScenarioFailed
-from .record import Scenario
-from .recorder import Recorder, check_commit_bound
-from . import toolbox
+from ..kit.harness import Context, ScenarioFailed
+from ..kit.record import Scenario
+from ..kit.recorder import Recorder, check_commit_bound
+from ..kit import toolbox
 
 TITLE_PREFLIGHT = "Timeout layer 1: preflight refuses a gang that can never fit"
 TITLE_WINDOW = "Timeout layer 2: ValidUntilSeconds (honoured) + Kueue retryStrategy"

@@ -28,9 +28,9 @@ from k8s.objects import annotations, condition, is_true, uid
 from k8s.paths import shown
 from k8s.resources import CONFIG_MAP
 
-from .harness import Context
-from .record import Scenario
-from .recorder import Recorder, check_commit_bound
+from ..kit.harness import Context
+from ..kit.record import Scenario
+from ..kit.recorder import Recorder, check_commit_bound
 
 TITLE = "Beyond the design: the nodes never boot"
 DEADLINE = "70s"

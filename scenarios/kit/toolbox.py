@@ -18,8 +18,11 @@ from typing import Callable
 
 from demo.jobs import observe
 from k8s.errors import ApiError, Conflict, NotFound, Unreachable
-from k8s.keys import (ACTIVE, ADMITTED, CHECK_NAME, DEMO_CLUSTER_QUEUE, DEACTIVATION_TARGET, EVICTED,
-                           EXTERNAL_CHECK_FIELD_MANAGER, PROVISIONING_CONTROLLER, QUEUE_LABEL, QUOTA_RESERVED)
+from k8s.keys import (ACTIVE, ADMITTED, CA_FIELD_MANAGER, CHECK_NAME, CONFORMANCE_STATIC_LABEL, DEMO_CLUSTER_QUEUE,
+                      DEACTIVATION_TARGET, EVICTED, EXTERNAL_CHECK_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER, GPU,
+                      KWOK_NODE_ANNOTATION, MANAGED_LABEL, POOL_LABEL, PROVISIONING_CONTROLLER, QUEUE_LABEL,
+                      QUOTA_RESERVED)
+from k8s.pools import Pool, node_manifest
 from k8s import workload as workloads
 from k8s.objects import condition, format_time, is_true, labels, meta, revision
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, EVENT, JOB, LOCAL_QUEUE, PROVREQ_CONFIG,
@@ -31,6 +34,8 @@ from k8s.watch import Watch as BackgroundWatch
 from .harness import NAMESPACES, NS, Context, ScenarioFailed
 from .record import Report
 
+
+AUTOSCALER_MANAGERS = frozenset({CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER})     # who may write a request's conditions
 
 
 # ---------------------------------------------------------------------------- the report
@@ -297,3 +302,22 @@ def conditions_line(wl: dict | None) -> str:
             parts.append(f"{t}={c.get('status')}" + (f"/{c.get('reason')}" if c.get("status") == "True"
                                                        and t in (EVICTED, DEACTIVATION_TARGET) else ""))
     return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------- nodes no autoscaler owns
+
+def free_node(pool: Pool, i: int, name: str | None = None, gpus: int | None = None) -> dict:
+    """A GPU node with the pool's shape that no autoscaler owns: the one Node builder's node without the pool
+    label, the fake's marks and a providerID (so neither autoscaler takes it for one of its own); `gpus`: another
+    GPU count than the pool's."""
+    node = node_manifest(pool, name or f"conformance-free-{i}")
+    md = node["metadata"]
+    for key in (POOL_LABEL, MANAGED_LABEL):
+        md["labels"].pop(key)
+    md["labels"][CONFORMANCE_STATIC_LABEL] = "true"
+    md["annotations"] = {KWOK_NODE_ANNOTATION: "fake"}
+    node["spec"].pop("providerID")
+    if gpus is not None:
+        for part in ("capacity", "allocatable"):
+            node["status"][part][GPU] = str(gpus)
+    return node

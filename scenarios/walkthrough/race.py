@@ -32,23 +32,14 @@ from k8s.objects import annotations, condition, created_at, is_true
 from k8s.paths import shown
 from k8s.resources import PROVREQ
 
-from .controllers import Controller, start_private
-from .harness import Context
-from .record import Scenario
-from .recorder import Recorder, check_commit_bound
+from ..kit.controllers import race_controller
+from ..kit.harness import Context
+from ..kit.record import Scenario
+from ..kit.recorder import Recorder, check_commit_bound
 
 CLASS_ANNOTATION = DEADLINE_CLASS_ANNOTATION
 
 DEADLINE = 8            # seconds after submission
-TTL = "5s"              # cleanup TTL of the race controllers
-
-
-def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_dir: Path | None = None) -> Controller:
-    args = ["deadline", "--class", cls, "--protocol", protocol, "--cleanup-ttl", TTL, "--resync", "1s",
-            "--namespace", ctx.lane.namespace]
-    if hook_dir:
-        args += ["--hook-dir", str(hook_dir)]
-    return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")
 
 
 def capacity_back_after(seconds: float) -> dict[str, str]:
