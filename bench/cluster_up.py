@@ -1,7 +1,7 @@
 """Warm `tau-demo cluster up` (median of N) and `tau-demo cluster down`, in a private state dir (removed
 at the end); each run's line gives the load average at its start, since the machine is shared.
 
-    .venv/bin/python bench/cluster_up.py [--runs 3]
+    .venv/bin/python -m bench.cluster_up [--runs 3]
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import sys
 import tempfile
 import time
 
-from common import median
+from .common import median
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()

@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmarks (run with the project's .venv python from the repo root)."""
+"""What the benchmarks share: medians and percentiles, and a process's CPU time."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ controller's CPU, and the protocol's invariants checked on every Job.
   16 GPUs hold quota for two of them; the rest wait for quota.
 - The deadline annotation of Job i is chosen from its creationTimestamp so that the deadline is
   T + i/N seconds: all N deadlines pass within one second, T is --lead seconds after the start.
-- A client-side watch on the Jobs and the Workloads stamps every event with the time it arrived
+- Two Tapes (k8s/tape.py), on the Jobs and on the Workloads, stamp every change with the time it arrived
   (time.time(), milliseconds); the latency of Job i is the arrival of the first Workload event that
   carries the committed decision, minus its deadline.  Beside it: the controller's decision-time
   annotation (when it sent the commit) and the commit's PATCH round trip (from its log), which split
@@ -24,7 +24,7 @@ controller's CPU, and the protocol's invariants checked on every Job.
 
 Needs `tau-demo cluster up`.  Run from the repository root:
 
-    .venv/bin/python bench/deadline_latency.py [--jobs 100] [--lead 30] [--cleanup-ttl 5s]
+    .venv/bin/python -m bench.deadline_latency [--jobs 100] [--lead 30] [--cleanup-ttl 5s]
                                                [--controller-arg=--workers --controller-arg=4]
 """
 
@@ -36,41 +36,42 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import cpu_seconds, median, p95  # noqa: E402
-
-from demo.cluster import procs  # noqa: E402
-from demo.cluster.state import default_kubeconfig  # noqa: E402
-from demo.deadline import protocol as dl  # noqa: E402
-from demo.deadline.invariants import History, violations  # noqa: E402
-from demo.jobs.preflight import Gang  # noqa: E402
-from demo.jobs.render import job_template, render_job  # noqa: E402
+from demo.cluster import procs
+from demo.cluster.state import default_kubeconfig
+from demo.deadline import protocol as dl
+from demo.deadline.invariants import History, violations
+from demo.jobs.preflight import Gang
+from demo.jobs.render import job_template, render_job
 from k8s import job as jobs_
+from k8s import poll
 from k8s import workload as workloads
-from k8s.client import Kube  # noqa: E402
-from k8s.duration import parse_duration  # noqa: E402
-from k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECISION_TIME_ANNOTATION,  # noqa: E402
-                           PARAM_STOCKOUT, PROFILE)
-from k8s.objects import annotations, created_at, meta, parse_time  # noqa: E402
-from k8s.resources import JOB, PROVREQ, WORKLOAD  # noqa: E402
-from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
-from scenarios.kit.controllers import start_private, stop_started  # noqa: E402
-from k8s import poll  # noqa: E402
-from scenarios.kit.harness import NS, Context, ScenarioFailed  # noqa: E402
+from k8s.client import Kube
+from k8s.duration import parse_duration
+from k8s.keys import DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECISION_TIME_ANNOTATION, PARAM_STOCKOUT, PROFILE
+from k8s.objects import annotations, created_at, labels, meta, parse_time, revision
+from k8s.paths import REPO
+from k8s.resources import JOB, PROVREQ, WORKLOAD
+from k8s.tape import Seen, Tape
+from k8s.watch import Event
+from scenarios.kit.controllers import start_private, stop_started
+from scenarios.kit.harness import NS, Context, ScenarioFailed
+
+from .common import cpu_seconds, median, p95
 
 CLS = "bench-latency"
 BENCH_LABEL = "tau-demo.io/bench"
 BENCH_VALUE = "deadline-latency"
+GONE_TIMEOUT = 120.0          # seconds for the Jobs of an earlier run, and of this one at its end, to go
 
 
 class IdealProcess:
-    """bench/ideal_deadline.py as the run sees the controller: its log, and a stop."""
+    """bench.ideal_deadline as the run sees the controller: its log, and a stop."""
 
     def __init__(self, proc: subprocess.Popen, log_path: Path):
         self.proc, self.log_path = proc, log_path
@@ -83,47 +84,63 @@ class IdealProcess:
         self.proc.wait(30)
 
 
+def controller_uid(obj: dict) -> str | None:
+    """The uid of the Job that controls the object (a Workload's owner), or None."""
+    return next((r.get("uid") for r in meta(obj).get("ownerReferences") or []
+                 if r.get("kind") == "Job" and r.get("controller")), None)
+
+
+def by_owner(seen: list[Seen]) -> dict[str, list[Seen]]:
+    """The Workloads' changes grouped by the uid of the Job that owns each (pure)."""
+    out: dict[str, list[Seen]] = defaultdict(list)
+    for change in seen:
+        if (uid := controller_uid(change[2])) is not None:
+            out[uid].append(change)
+    return out
+
+
+def first_committed(seen: list[Seen]) -> float | None:
+    """When a change first carried the committed timeout (pure): the arrival the latency is measured to."""
+    return next((t for t, typ, wl in seen if typ != Event.DELETED and workloads.committed_timeout(wl)), None)
+
+
+def is_bench_job(obj: dict) -> bool:
+    return labels(obj).get(BENCH_LABEL) == BENCH_VALUE
+
+
 class DeadlineEvents:
-    """Jobs (by the bench label) and Workloads of the namespace, every event stamped on arrival."""
+    """The bench's Jobs and the namespace's Workloads, each on a Tape (k8s/tape.py): every change stamped with the
+    time it arrived, and the query set over them."""
 
     def __init__(self, k: Kube):
-        self.k = k
-        self.watches: list[BackgroundWatch] = []
-        self.lock = threading.Lock()
-        self.jobs: dict[str, list[tuple[float, str, dict]]] = {}          # job name -> events
-        self.wls: dict[str, list[tuple[float, str, dict]]] = {}           # owner job uid -> events
-        self.committed: dict[str, float] = {}                              # owner job uid -> first seen committed
+        self.jobs: Tape = Tape(k, (JOB,), NS, keep=is_bench_job)
+        self.wls: Tape = Tape(k, (WORKLOAD,), NS)
 
-    def start(self) -> None:
-        self.watches = [BackgroundWatch(self.k, JOB, lambda typ, obj: self._job(time.time(), typ, obj), namespace=NS,
-                                        label_selector=f"{BENCH_LABEL}={BENCH_VALUE}", timeout_seconds=30),
-                        BackgroundWatch(self.k, WORKLOAD, lambda typ, obj: self._wl(time.time(), typ, obj),
-                                        namespace=NS, timeout_seconds=30)]
-        start_synced(self.watches)
+    def __enter__(self) -> DeadlineEvents:
+        self.jobs.__enter__()
+        try:
+            self.wls.__enter__()
+        except BaseException:
+            self.jobs.__exit__(None, None, None)
+            raise
+        return self
 
-    def stop(self) -> None:
-        for w in self.watches:
-            w.stop()
+    def __exit__(self, *exc) -> None:
+        self.wls.__exit__(*exc)
+        self.jobs.__exit__(*exc)
 
-    def _job(self, t, typ, obj):
-        with self.lock:
-            self.jobs.setdefault(meta(obj)["name"], []).append((t, typ, obj))
+    def wl_events(self) -> dict[str, list[Seen]]:
+        """Every Workload change so far, by the uid of the Job that owns it."""
+        return by_owner(list(self.wls.changes))
 
-    def _wl(self, t, typ, obj):
-        for ref in meta(obj).get("ownerReferences") or []:
-            if ref.get("kind") == "Job" and ref.get("controller"):
-                with self.lock:
-                    self.wls.setdefault(ref["uid"], []).append((t, typ, obj))
-                    if typ != Event.DELETED and workloads.committed_timeout(obj):
-                        self.committed.setdefault(ref["uid"], t)
+    def job_events(self, name: str) -> list[Seen]:
+        return self.jobs.of(name)
 
-    def wl_events(self, uid: str) -> list[tuple[float, str, dict]]:
-        with self.lock:
-            return list(self.wls.get(uid, []))
-
-    def job_events(self, name: str) -> list[tuple[float, str, dict]]:
-        with self.lock:
-            return list(self.jobs.get(name, []))
+    def committed(self, uids: list[str]) -> dict[str, float] | None:
+        """When each of these Jobs' Workloads was first seen committed, once all were; else None."""
+        wls = self.wl_events()
+        got = {u: first_committed(wls.get(u, [])) for u in uids}
+        return got if all(t is not None for t in got.values()) else None
 
 
 WRITES = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
@@ -168,23 +185,12 @@ def describe_burst(m0: dict, m1: dict, seconds: float) -> str:
             f"per Workload update: Kueue's validating webhook {mean('webhook'):.0f} ms, etcd {mean('etcd'):.0f} ms")
 
 
-def rv_of(obj: dict) -> int:
-    return int(meta(obj).get("resourceVersion") or 0)
-
-
-def wait_until(pred, timeout: float, what: str, interval: float = 0.1):
-    return poll.until(pred, timeout, what, interval)
-
-
 def delete_leftovers(k: Kube) -> None:
     for j in k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0]:
         k.delete(JOB, meta(j)["name"], NS, propagation="Background")
 
 
-IDEAL_CLIENT = Path(__file__).with_name("ideal_deadline.py")
-
-
-def main() -> None:
+def burst_arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--lead", type=float, default=30.0, help="seconds from the start to the first deadline")
@@ -192,9 +198,13 @@ def main() -> None:
     ap.add_argument("--controller-arg", action="append", default=[], help="extra argument for `tau-demo deadline`")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--versus-ideal", action="store_true",
-                    help="pair each run with one of bench/ideal_deadline.py (the controller's writes, its concurrency, "
+                    help="pair each run with one of bench.ideal_deadline (the controller's writes, its concurrency, "
                          "nothing else) right after it, and give the p50 ratio pair by pair")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    a = burst_arguments()
     kc = default_kubeconfig()
     k = Kube(kc)
     ratios = []
@@ -209,160 +219,223 @@ def main() -> None:
               f"median {median(ratios):.2f}")
 
 
-def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
-    """One burst, by the controller or the ideal client; its p50 (deadline -> committed, as the watch saw it)."""
-    print(f"\n== {'the ideal client (bench/ideal_deadline.py)' if ideal else 'the deadline controller'}", flush=True)
-    ctx = Context(k, kc, out=open(os.devnull, "w"), impersonate=True)
-    delete_leftovers(k)
-    wait_until(lambda: not k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0], 120,
-               "the Jobs of an earlier run to go")
-    watch = DeadlineEvents(k)
-    watch.start()
+def start_deciding(ctx: Context, kc: str, a: argparse.Namespace, ideal: bool):
+    """The deadline controller (class CLS, as its ServiceAccount) or the ideal client, ready; it and its pid."""
     if ideal:
         log_path = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-ideal-deadline.log"
         with open(log_path, "w") as out:
-            proc = subprocess.Popen([sys.executable, str(IDEAL_CLIENT), "--kubeconfig", kc, "--namespace", NS, "--class", CLS,
-                                     "--ttl", str(parse_duration(a.cleanup_ttl))], stdout=out, stderr=subprocess.STDOUT,
-                                    env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            proc = subprocess.Popen([sys.executable, "-m", "bench.ideal_deadline", "--kubeconfig", kc, "--namespace", NS,
+                                     "--class", CLS, "--ttl", str(parse_duration(a.cleanup_ttl))], stdout=out,
+                                    stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=REPO)
         ctl = IdealProcess(proc, log_path)
-        wait_until(lambda: "caches synced; ready" in ctl.log_text() or proc.poll() is not None, 60, "the ideal client")
-        pid = proc.pid
-    else:
-        args = ["deadline", "--class", CLS, "--namespace", NS, "--cleanup-ttl", a.cleanup_ttl, *a.controller_arg]
-        ctl = start_private(ctx, f"deadline-{CLS}", args, "deadline controller (bench)")
-        pid = procs.read_pid(ctl.pidfile)
-        print(f"controller: tau-demo {' '.join(ctl.args)} (pid {pid}, log {ctl.logfile})", flush=True)
-    made: dict[str, dict] = {}
-    uids: dict[str, str] = {}
-    try:
-        time.sleep(2)                                   # let start-up settle before the CPU baseline
-        cpu0 = cpu_seconds(pid)
-        t_start = time.time()
-        T = math.ceil(t_start + a.lead)                 # the second in which every deadline passes
-        deadlines: dict[str, float] = {}
-        patched = 0
-        tmpl = job_template()
-        for i in range(a.jobs):
-            name = f"job-dlbench-{i:03d}"
-            target = T + i / a.jobs
-            guess = math.floor(time.time())
-            job = render_job(tmpl, name, NS, PROFILE, Gang.parse("1x8"), "5s", f"{target - guess:.3f}s",
-                             {PARAM_STOCKOUT: "true"}, {DEADLINE_CLASS_ANNOTATION: CLS})
-            job["metadata"].setdefault("labels", {})[BENCH_LABEL] = BENCH_VALUE
-            created = k.create(JOB, job, NS)
-            made[name] = created
-            c = created_at(created).timestamp()
-            if c != guess:                              # crossed a second boundary: fix the duration
-                created = k.patch(JOB, name, {"metadata": {"annotations": {DEADLINE_ANNOTATION: f"{target - c:.3f}s"}}},
-                                  NS)
-                made[name] = created
-                patched += 1
-            deadlines[name] = dl.deadline_of(created).timestamp()
-            assert abs(deadlines[name] - target) < 1e-3, (name, deadlines[name], target)
-        t_created = time.time()
-        uids = {n: meta(j)["uid"] for n, j in made.items()}
-        wait_until(lambda: all(watch.wl_events(u) for u in uids.values()), max(5.0, T - time.time() - 1),
-                   "every Job's Workload before the deadlines (raise --lead)")
-        t_wls = time.time()
-        print(f"{a.jobs} Jobs created in {t_created - t_start:.1f}s ({patched} deadline annotations re-patched), "
-              f"all Workloads seen after {t_wls - t_start:.1f}s; deadlines pass in "
-              f"[{datetime.fromtimestamp(T, timezone.utc):%H:%M:%S}, +1s), {T - t_wls:.1f}s later", flush=True)
-        time.sleep(max(0.0, T - 1.5 - time.time()))
-        m_pre = apiserver_metrics(k)
-        t_pre = time.time()
-        time.sleep(max(0.0, T - 0.5 - time.time()))
-        cpu_pre = cpu_seconds(pid)
+        poll.until(lambda: "caches synced; ready" in ctl.log_text() or proc.poll() is not None, 60, "the ideal client",
+                   0.1)
+        return ctl, proc.pid
+    args = ["deadline", "--class", CLS, "--namespace", NS, "--cleanup-ttl", a.cleanup_ttl, *a.controller_arg]
+    ctl = start_private(ctx, f"deadline-{CLS}", args, "deadline controller (bench)")
+    pid = procs.read_pid(ctl.pidfile)
+    print(f"controller: tau-demo {' '.join(ctl.args)} (pid {pid}, log {ctl.logfile})", flush=True)
+    return ctl, pid
 
-        def decided():
-            with watch.lock:
-                if all(u in watch.committed for u in uids.values()):
-                    return {n: watch.committed[u] for n, u in uids.items()}
-            return None
-        seen = wait_until(decided, 120, "every Workload's committed decision", interval=0.05)
-        cpu_decided = cpu_seconds(pid)
-        m_decided = apiserver_metrics(k)
-        t_post = time.time()
-        t_decided = max(seen.values())
-        ttl = parse_duration(a.cleanup_ttl)
-        if not ideal:                                   # the ideal client arms cleanup but does not delete
-            wait_until(lambda: all(any(typ == "DELETED" for _, typ, _ in watch.job_events(n)) for n in made),
-                       ttl + 90, "cleanup to delete every Job")
-        else:       # it sends every due commit before any mirror, so its mirrors may trail the last decision
-            wait_until(lambda: all(any(jobs_.mirrored(j) and jobs_.cleanup_after(j) for _, _, j in watch.job_events(n))
-                                   for n in made), 90, "the ideal client's mirrors and cleanup times")
-        cpu_end = cpu_seconds(pid)
-        t_cleaned = time.time()
-        time.sleep(1.0)                                 # late events (Workload deletions) for the histories
 
-        lat = sorted(seen[n] - deadlines[n] for n in made)
-        log = ctl.log_text()
-        took = {m[0]: float(m[1]) / 1000 for m in re.findall(r"(job-dlbench-\d+): committed timeout on Workload \S+ "
-                                                             r"\(spec.active=false; the write took (\d+) ms\)", log)}
-        stamped, acked = [], []
-        broken: list[str] = []
-        for n, j in made.items():
-            evs = watch.job_events(n)
-            deleted, gone_rv = next(((t, rv_of(o)) for t, typ, o in evs if typ == "DELETED"), (None, None))
-            # the Workload while its Job existed (resourceVersions are etcd revisions, one order for both
-            # kinds): afterwards Kueue finishes it (Finished=True, OwnerNotFound), which is not admission
-            wl_objs = [w for _, typ, w in watch.wl_events(uids[n])
-                       if typ != "DELETED" and (gone_rv is None or rv_of(w) < gone_rv)]
-            h = History(n, [j] + [o for _, typ, o in evs if typ != "DELETED"], wl_objs,
-                        datetime.fromtimestamp(deleted, timezone.utc) if deleted else None)
-            broken += violations(h, expect_deleted=not ideal)
-            t = next((parse_time(annotations(w).get(DECISION_TIME_ANNOTATION)) for w in wl_objs
-                      if workloads.committed_timeout(w)), None)
-            if t:
-                stamped.append(t.timestamp() - deadlines[n])
-                if n in took:
-                    acked.append(t.timestamp() + took[n] - deadlines[n])
-            if any(workloads.admission_won(w) for w in wl_objs):
-                broken.append(f"{n}: admitted (the bench expects no admission)")
-        stamped.sort()
-        acked.sort()
-        conflicts = len(re.findall(r"job-dlbench-\d+: 409 conflict", log))
-        writes = sorted(took.values())
-        n = a.jobs
-        print()
-        print(f"deadline -> committed decision (watch event arrival), {n} Workloads: "
-              f"p50 {median(lat):.3f}s  p95 {p95(lat):.3f}s  max {lat[-1]:.3f}s  min {lat[0]:.3f}s")
-        print(f"  the controller sends the commit (decision-time annotation):   "
-              f"p50 {median(stamped):.3f}s  p95 {p95(stamped):.3f}s  max {stamped[-1]:.3f}s")
-        if acked:
-            print(f"  the apiserver acknowledges it (+ the PATCH's round trip):     "
-                  f"p50 {median(acked):.3f}s  p95 {p95(acked):.3f}s  max {acked[-1]:.3f}s")
-            print(f"  the PATCH's round trip alone (controller log):               "
-                  f"p50 {median(writes):.3f}s  p95 {p95(writes):.3f}s  max {writes[-1]:.3f}s")
-        print(f"last decision {t_decided - T:.2f}s after the first deadline; 409 conflicts on commit: {conflicts}")
-        print(describe_burst(m_pre, m_decided, t_post - t_pre))
-        print(f"controller CPU: {cpu_decided - cpu_pre:.2f}s from T-0.5s to the last decision "
-              f"({(cpu_decided - cpu_pre) / n * 1000:.1f} ms per Workload); {cpu_end - cpu0:.2f}s for the whole life "
-              f"(create -> cleanup deleted all, {t_cleaned - t_start:.0f}s) = {(cpu_end - cpu0) / n * 1000:.1f} ms "
-              f"per Workload")
-        print(f"invariant violations: {len(broken)}")
-        for b in broken[:20]:
-            print(f"  {b}")
-        if broken:
-            sys.exit(1)
-        return median(lat)
-    finally:
-        if ideal:
-            ctl.stop()
-        stop_started(ctx)
-        delete_leftovers(k)
-        gone = set(uids.values())
+@dataclass
+class Burst:
+    """The Jobs of one burst, as created: their deadlines, all within the second T."""
+    t_start: float
+    T: float
+    made: dict[str, dict] = field(default_factory=dict)         # job name -> the Job as last written
+    deadlines: dict[str, float] = field(default_factory=dict)   # job name -> its deadline (epoch seconds)
+    patched: int = 0                                           # deadline annotations re-patched
+    cpu0: float = 0.0                                          # the deciding process's CPU before the creates
 
-        def clean():
-            wls = [w for w in k.list(WORKLOAD, NS)[0]
-                   if any(r.get("uid") in gone for r in meta(w).get("ownerReferences") or [])]
-            jobs = k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0]
-            prs = [p for p in k.list(PROVREQ, NS)[0] if p["metadata"]["name"].startswith("job-job-dlbench-")]
-            return not (wls or jobs or prs)
+    @property
+    def uids(self) -> dict[str, str]:
+        return {n: meta(j)["uid"] for n, j in self.made.items()}
+
+
+def create_jobs(k: Kube, jobs: int, lead: float, cpu0: float) -> Burst:
+    """N Jobs that cannot be admitted, Job i's deadline at T + i/N (T: the whole second --lead seconds on)."""
+    t_start = time.time()
+    burst = Burst(t_start, math.ceil(t_start + lead), cpu0=cpu0)
+    tmpl = job_template()
+    for i in range(jobs):
+        name = f"job-dlbench-{i:03d}"
+        target = burst.T + i / jobs
+        guess = math.floor(time.time())
+        job = render_job(tmpl, name, NS, PROFILE, Gang.parse("1x8"), "5s", f"{target - guess:.3f}s",
+                         {PARAM_STOCKOUT: "true"}, {DEADLINE_CLASS_ANNOTATION: CLS})
+        job["metadata"].setdefault("labels", {})[BENCH_LABEL] = BENCH_VALUE
+        created = k.create(JOB, job, NS)
+        c = created_at(created).timestamp()
+        if c != guess:                              # crossed a second boundary: fix the duration
+            created = k.patch(JOB, name, {"metadata": {"annotations": {DEADLINE_ANNOTATION: f"{target - c:.3f}s"}}},
+                              NS)
+            burst.patched += 1
+        burst.made[name] = created
+        burst.deadlines[name] = dl.deadline_of(created).timestamp()
+        assert abs(burst.deadlines[name] - target) < 1e-3, (name, burst.deadlines[name], target)
+    return burst
+
+
+def await_workloads(watch: DeadlineEvents, burst: Burst, t_created: float) -> None:
+    """Until every Job's Workload was seen (before the deadlines: else --lead is too short); say when."""
+    uids = list(burst.uids.values())
+    poll.until(lambda: all(u in watch.wl_events() for u in uids), max(5.0, burst.T - time.time() - 1),
+               "every Job's Workload before the deadlines (raise --lead)", 0.1)
+    t_wls = time.time()
+    print(f"{len(burst.made)} Jobs created in {t_created - burst.t_start:.1f}s ({burst.patched} deadline annotations "
+          f"re-patched), all Workloads seen after {t_wls - burst.t_start:.1f}s; deadlines pass in "
+          f"[{datetime.fromtimestamp(burst.T, timezone.utc):%H:%M:%S}, +1s), {burst.T - t_wls:.1f}s later", flush=True)
+
+
+@dataclass
+class Measured:
+    """What one burst measured around its deadlines: the apiserver's counters before and at the last decision,
+    the deciding process's CPU at T - 0.5 s, at the last decision and at the end, and when each was read."""
+    seen: dict[str, float]                 # job name -> its Workload first seen committed
+    m_pre: dict
+    m_decided: dict
+    t_pre: float
+    t_post: float
+    cpu_pre: float
+    cpu_decided: float
+    cpu_end: float = 0.0
+    t_cleaned: float = 0.0
+
+
+def measure_burst(k: Kube, watch: DeadlineEvents, burst: Burst, pid: int, ideal: bool, ttl: float) -> Measured:
+    """Read the counters just before T, wait for every committed decision, then for cleanup (the controller) or
+    the mirrors and cleanup times (the ideal client, which arms cleanup but does not delete)."""
+    names, uids = list(burst.made), burst.uids
+    time.sleep(max(0.0, burst.T - 1.5 - time.time()))
+    m_pre, t_pre = apiserver_metrics(k), time.time()
+    time.sleep(max(0.0, burst.T - 0.5 - time.time()))
+    cpu_pre = cpu_seconds(pid)
+    by_uid = poll.until(lambda: watch.committed(list(uids.values())), 120, "every Workload's committed decision", 0.05)
+    cpu_decided = cpu_seconds(pid)
+    got = Measured({n: by_uid[u] for n, u in uids.items()}, m_pre, apiserver_metrics(k), t_pre, time.time(), cpu_pre,
+                   cpu_decided)
+    if not ideal:
+        poll.until(lambda: all(any(typ == Event.DELETED for _, typ, _ in watch.job_events(n)) for n in names),
+                   ttl + 90, "cleanup to delete every Job", 0.1)
+    else:       # it sends every due commit before any mirror, so its mirrors may trail the last decision
+        poll.until(lambda: all(any(jobs_.mirrored(j) and jobs_.cleanup_after(j) for _, _, j in watch.job_events(n))
+                               for n in names), 90, "the ideal client's mirrors and cleanup times", 0.1)
+    got.cpu_end, got.t_cleaned = cpu_seconds(pid), time.time()
+    time.sleep(1.0)                                 # late events (Workload deletions) for the histories
+    return got
+
+
+@dataclass
+class Judged:
+    """Each Job's history judged: the invariants' violations, the decision-time stamps and the acknowledged
+    commits (both minus the deadline, sorted)."""
+    broken: list[str]
+    stamped: list[float]
+    acked: list[float]
+
+
+def judge(watch: DeadlineEvents, burst: Burst, took: dict[str, float], ideal: bool) -> Judged:
+    got = Judged([], [], [])
+    wls = watch.wl_events()
+    for n, j in burst.made.items():
+        evs = watch.job_events(n)
+        deleted, gone_rv = next(((t, revision(o)) for t, typ, o in evs if typ == Event.DELETED), (None, None))
+        # the Workload while its Job existed (resourceVersions are etcd revisions, one order for both
+        # kinds): afterwards Kueue finishes it (Finished=True, OwnerNotFound), which is not admission
+        wl_objs = [w for _, typ, w in wls.get(burst.uids[n], [])
+                   if typ != Event.DELETED and (gone_rv is None or revision(w) < gone_rv)]
+        h = History(n, [j] + [o for _, typ, o in evs if typ != Event.DELETED], wl_objs,
+                    datetime.fromtimestamp(deleted, timezone.utc) if deleted else None)
+        got.broken += violations(h, expect_deleted=not ideal)
+        t = next((parse_time(annotations(w).get(DECISION_TIME_ANNOTATION)) for w in wl_objs
+                  if workloads.committed_timeout(w)), None)
+        if t:
+            got.stamped.append(t.timestamp() - burst.deadlines[n])
+            if n in took:
+                got.acked.append(t.timestamp() + took[n] - burst.deadlines[n])
+        if any(workloads.admission_won(w) for w in wl_objs):
+            got.broken.append(f"{n}: admitted (the bench expects no admission)")
+    got.stamped.sort()
+    got.acked.sort()
+    return got
+
+
+def commit_times(log: str) -> dict[str, float]:
+    """Each Job's commit PATCH round trip in seconds, from the deciding process's log (pure)."""
+    return {m[0]: float(m[1]) / 1000 for m in re.findall(r"(job-dlbench-\d+): committed timeout on Workload \S+ "
+                                                         r"\(spec.active=false; the write took (\d+) ms\)", log)}
+
+
+def report(burst: Burst, got: Measured, judged: Judged, took: dict[str, float], log: str) -> float:
+    """Print the burst's figures; its p50 (deadline -> committed, as the watch saw it)."""
+    lat = sorted(got.seen[n] - burst.deadlines[n] for n in burst.made)
+    stamped, acked, writes, n = judged.stamped, judged.acked, sorted(took.values()), len(burst.made)
+    conflicts = len(re.findall(r"job-dlbench-\d+: 409 conflict", log))
+    print()
+    print(f"deadline -> committed decision (watch event arrival), {n} Workloads: "
+          f"p50 {median(lat):.3f}s  p95 {p95(lat):.3f}s  max {lat[-1]:.3f}s  min {lat[0]:.3f}s")
+    print(f"  the controller sends the commit (decision-time annotation):   "
+          f"p50 {median(stamped):.3f}s  p95 {p95(stamped):.3f}s  max {stamped[-1]:.3f}s")
+    if acked:
+        print(f"  the apiserver acknowledges it (+ the PATCH's round trip):     "
+              f"p50 {median(acked):.3f}s  p95 {p95(acked):.3f}s  max {acked[-1]:.3f}s")
+        print(f"  the PATCH's round trip alone (controller log):               "
+              f"p50 {median(writes):.3f}s  p95 {p95(writes):.3f}s  max {writes[-1]:.3f}s")
+    print(f"last decision {max(got.seen.values()) - burst.T:.2f}s after the first deadline; 409 conflicts on commit: "
+          f"{conflicts}")
+    print(describe_burst(got.m_pre, got.m_decided, got.t_post - got.t_pre))
+    print(f"controller CPU: {got.cpu_decided - got.cpu_pre:.2f}s from T-0.5s to the last decision "
+          f"({(got.cpu_decided - got.cpu_pre) / n * 1000:.1f} ms per Workload); {got.cpu_end - burst.cpu0:.2f}s for the "
+          f"whole life (create -> cleanup deleted all, {got.t_cleaned - burst.t_start:.0f}s) = "
+          f"{(got.cpu_end - burst.cpu0) / n * 1000:.1f} ms per Workload")
+    print(f"invariant violations: {len(judged.broken)}")
+    for b in judged.broken[:20]:
+        print(f"  {b}")
+    return median(lat)
+
+
+def clean_up(k: Kube, uids: set[str]) -> None:
+    """Delete the bench's Jobs; wait until none of its Jobs, Workloads or ProvisioningRequests is left."""
+    delete_leftovers(k)
+
+    def clean():
+        wls = [w for w in k.list(WORKLOAD, NS)[0] if controller_uid(w) in uids]
+        jobs = k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0]
+        prs = [p for p in k.list(PROVREQ, NS)[0] if p["metadata"]["name"].startswith("job-job-dlbench-")]
+        return not (wls or jobs or prs)
+    poll.until(clean, GONE_TIMEOUT, "the bench's Jobs, Workloads and ProvisioningRequests to be gone", 0.5)
+    print("cleaned up: no Job, Workload or ProvisioningRequest of the bench is left")
+
+
+def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
+    """One burst, by the controller or the ideal client; its p50 (deadline -> committed, as the watch saw it)."""
+    print(f"\n== {'the ideal client (bench.ideal_deadline)' if ideal else 'the deadline controller'}", flush=True)
+    ctx = Context(k, kc, out=open(os.devnull, "w"), impersonate=True)
+    delete_leftovers(k)
+    poll.until(lambda: not k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0], GONE_TIMEOUT,
+               "the Jobs of an earlier run to go", 0.1)
+    uids: set[str] = set()
+    with DeadlineEvents(k) as watch:
+        ctl, pid = start_deciding(ctx, kc, a, ideal)
         try:
-            wait_until(clean, 120, "the bench's Jobs, Workloads and ProvisioningRequests to be gone", interval=0.5)
-            print("cleaned up: no Job, Workload or ProvisioningRequest of the bench is left")
+            time.sleep(2)                                   # let start-up settle before the CPU baseline
+            burst = create_jobs(k, a.jobs, a.lead, cpu_seconds(pid))
+            uids = set(burst.uids.values())
+            await_workloads(watch, burst, time.time())
+            got = measure_burst(k, watch, burst, pid, ideal, parse_duration(a.cleanup_ttl))
+            log = ctl.log_text()
+            took = commit_times(log)
+            judged = judge(watch, burst, took, ideal)
+            p50 = report(burst, got, judged, took, log)
+            if judged.broken:
+                sys.exit(1)
+            return p50
         finally:
-            watch.stop()
+            if ideal:
+                ctl.stop()
+            stop_started(ctx)
+            clean_up(k, uids)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,27 @@
-"""The serial ceiling the fake autoscaler is measured against (bench/provreq_latency.py --autoscaler ideal): a loop
+"""The serial ceiling the fake autoscaler is measured against (`python -m bench.provreq_latency --autoscaler ideal`): a loop
 that answers each ProvisioningRequest, one at a time, with exactly the fake's three writes for a one-node request
 (the status Accepted, applied; the node, created; the status Provisioned, applied) and no planning at all: the node
 is the pool's first, named by a counter, and nothing is read but the watch that hands it the requests.  What it
 reaches in nodes per second is what this cluster allows a serial autoscaler; the fake's nodes/s divided by it says
 how much the fake's own work (planning, caches, checks) costs.
 
-    .venv/bin/python bench/ideal_autoscaler.py --kubeconfig KC --pools bench/pools-bench.yaml
+    .venv/bin/python -m bench.ideal_autoscaler --kubeconfig KC --pools bench/pools-bench.yaml
+
+A controller (it writes): like every controller it keeps its own watch, the one Watch of k8s/watch.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import queue
-import sys
 import threading
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from k8s.pools import load_pools, node_manifest  # noqa: E402
-from k8s import resources as R  # noqa: E402
-from k8s.client import Kube  # noqa: E402
-from k8s.keys import ACCEPTED, CA_FIELD_MANAGER, PROVISIONED  # noqa: E402
-from k8s.objects import format_time, utcnow  # noqa: E402
-from k8s.watch import Event, Watch, start_synced  # noqa: E402
+from k8s import resources as R
+from k8s.client import Kube
+from k8s.keys import ACCEPTED, CA_FIELD_MANAGER, PROVISIONED
+from k8s.objects import format_time, utcnow
+from k8s.pools import load_pools, node_manifest
+from k8s.watch import Event, Watch, start_synced
 
 
 def true_condition(ctype: str, reason: str) -> dict:

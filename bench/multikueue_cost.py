@@ -3,7 +3,7 @@ three clusters' idle CPU and memory, per cluster and per process, and `cluster d
 one plain demo cluster beside it for comparison.  In a private state dir (removed at the end); every line says the
 load average at its start, since the machine is shared.
 
-    .venv/bin/python bench/multikueue_cost.py [--runs 1] [--settle 20] [--window 60] [--plain]
+    .venv/bin/python -m bench.multikueue_cost [--runs 1] [--settle 20] [--window 60] [--plain]
 
 Idle: no Job, no controller of the demo's running (no autoscaler, no deadline controller), only the clusters'
 own processes (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok-controller, Kueue): their CPU
@@ -22,11 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import cpu_seconds, median
+from demo.cluster import procs
+from k8s.paths import REPO as _REPO
 
-_REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(_REPO))
-from demo.cluster import procs  # noqa: E402  (the repository's own modules, once the path has it)
+from .common import cpu_seconds, median
 
 _PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue")
 

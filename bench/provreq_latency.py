@@ -1,16 +1,16 @@
 """The fake autoscaler under load: N one-node ProvisioningRequests created at once on a pool of 200
 nodes; from a client-side watch (millisecond timestamps): creation -> Provisioned=True (p50, p95,
-max) and nodes created per second; CPU seconds of the controller per request.  One request per
+max) and nodes created per second (two Tapes: the time each change arrived); CPU seconds of the controller per request.  One request per
 loop, loops back to back: the speed must come from loops that read caches and write only what
 they must.  Needs a demo cluster (`tau-demo cluster up`); starts its own fake-ca with
 bench/pools-bench.yaml (or, with --autoscaler real, the real Cluster Autoscaler 1.36.1 through
 `tau-demo real-ca` with the same pools and scan interval), so stop any other autoscaler first.
 Leaves the cluster as it found it (the demo pool table is published again at the end).
 
-    .venv/bin/python bench/provreq_latency.py [--requests 100] [--scan-interval 100ms] [--runs 1]
+    .venv/bin/python -m bench.provreq_latency [--requests 100] [--scan-interval 100ms] [--runs 1]
                                               [--autoscaler fake|real|ideal] [--versus ideal]
 
---autoscaler ideal: bench/ideal_autoscaler.py, the serial ceiling (the fake's three writes per request, no planning).
+--autoscaler ideal: bench.ideal_autoscaler, the serial ceiling (the fake's three writes per request, no planning).
 --versus B: each run of the autoscaler under test is paired with a run of B right after it (A B A B ...), and the
 ratio of their nodes/s is given pair by pair, with its median.
 """
@@ -24,21 +24,20 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import cpu_seconds, median, p95  # noqa: E402
+from demo.cluster.state import default_kubeconfig
+from k8s import heartbeat, poll
+from k8s import resources as R
+from k8s.client import Kube
+from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, GPU, POOL_LABEL, POOL_TABLE,
+                      PROVISIONED, REAL_CA_LEASE)
+from k8s.objects import is_true, name as name_of
+from k8s.paths import POOLS_FILE, REPO
+from k8s.pools import load_pools, pools_to_configmap
+from k8s.tape import Seen, Tape
+from k8s.watch import Event
+from scenarios.kit.harness import ScenarioFailed
 
-from demo.cluster.state import default_kubeconfig  # noqa: E402
-from k8s import heartbeat  # noqa: E402
-from k8s import resources as R  # noqa: E402
-from k8s.client import Kube  # noqa: E402
-from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, POOL_LABEL,  # noqa: E402
-                           GPU, POOL_TABLE, PROVISIONED, REAL_CA_LEASE)
-from k8s.objects import is_true  # noqa: E402
-from k8s.watch import Event, Watch as BackgroundWatch, start_synced  # noqa: E402
-from k8s.paths import POOLS_FILE  # noqa: E402
-from k8s.pools import load_pools, pools_to_configmap  # noqa: E402
-from k8s import poll  # noqa: E402
-from scenarios.kit.harness import ScenarioFailed  # noqa: E402
+from .common import cpu_seconds, median, p95
 
 BENCH_NAMESPACE = "bench"
 POOLS = Path(__file__).with_name("pools-bench.yaml")
@@ -73,42 +72,30 @@ def restore_status(k: Kube, before: dict | None) -> None:
             field_manager=FAKE_CA_FIELD_MANAGER)
 
 
-class Arrivals:
-    """Client-side times (time.time(), ms resolution) of what the benchmark waits for."""
-
-    def __init__(self, k: Kube):
-        self.provisioned: dict[str, float] = {}
-        self.nodes: dict[str, float] = {}
-        self.watches = [BackgroundWatch(k, R.PROVREQ, self._provreq, namespace=BENCH_NAMESPACE, timeout_seconds=30),
-                        BackgroundWatch(k, R.NODE, self._node, label_selector=f"{POOL_LABEL}={POOL}",
-                                        timeout_seconds=30)]
-
-    def _provreq(self, typ: Event, pr: dict) -> None:
+def provisioned_at(seen: list[Seen]) -> dict[str, float]:
+    """When each request was first seen Provisioned=True, from its tape's changes (pure)."""
+    out: dict[str, float] = {}
+    for t, typ, pr in seen:
         if typ != Event.DELETED and is_true(pr, PROVISIONED):
-            self.provisioned.setdefault(pr["metadata"]["name"], time.time())
+            out.setdefault(name_of(pr), t)
+    return out
 
-    def _node(self, typ: Event, n: dict) -> None:
+
+def added_at(seen: list[Seen]) -> list[float]:
+    """When each node was first seen added, in order, from its tape's changes (pure)."""
+    out: dict[str, float] = {}
+    for t, typ, node in seen:
         if typ == Event.ADDED:
-            self.nodes.setdefault(n["metadata"]["name"], time.time())
-
-    def __enter__(self):
-        start_synced(self.watches)
-        return self
-
-    def __exit__(self, *exc):
-        for w in self.watches:
-            w.stop()
-
-
-IDEAL = Path(__file__).with_name("ideal_autoscaler.py")
+            out.setdefault(name_of(node), t)
+    return sorted(out.values())
 
 
 def autoscaler_argv(autoscaler: str, kc: str, scan: str, ca_flags: tuple[str, ...] = ()) -> list[str]:
     """The command that starts the autoscaler under test (pure): the fake with the bench pools and
     booking long enough to outlast the run, the real one through `tau-demo real-ca` (with extra
-    flags of the CA's own after `--`), or the ideal loop (a script: no `tau-demo` command)."""
+    flags of the CA's own after `--`), or the ideal loop (a module of bench/: no `tau-demo` command)."""
     if autoscaler == "ideal":
-        return [str(IDEAL), "--kubeconfig", kc, "--pools", str(POOLS)]
+        return ["-m", "bench.ideal_autoscaler", "--kubeconfig", kc, "--pools", str(POOLS)]
     if autoscaler == "real":
         return ["real-ca", "--kubeconfig", kc, "--pools", str(POOLS), "--scan-interval", scan,
                 *(["--", *ca_flags] if ca_flags else [])]
@@ -160,54 +147,131 @@ def apiserver_delta(before: dict, after: dict) -> list[tuple[str, str, int, floa
     return sorted(rows, key=lambda r: -r[2] * r[3])
 
 
-def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake",
-            ca_flags: tuple[str, ...] = ()) -> dict:
+def start_autoscaler(kc: str, scan: str, autoscaler: str, ca_flags: tuple[str, ...]) -> tuple[subprocess.Popen, Path]:
+    """The autoscaler under test as a child process, once it said its caches synced; its log's path."""
     logpath = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{autoscaler}-ca.log"
     with open(logpath, "w") as log:
         argv = autoscaler_argv(autoscaler, kc, scan, ca_flags)
         ca = subprocess.Popen([sys.executable, *(["-m", "cli"] if autoscaler != "ideal" else []), *argv],
-                              stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                              stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                              cwd=REPO)
+    poll.eventually(lambda: "caches synced; ready" in logpath.read_text() or ca.poll() is not None,
+                    CA_READY_TIMEOUT, 0.1)
+    if ca.poll() is not None or "caches synced; ready" not in logpath.read_text():
+        ca.terminate()
+        sys.exit(f"{autoscaler} autoscaler {'exited' if ca.poll() is not None else 'not ready'}: "
+                 f"{logpath.read_text()[-2000:]}")
+    return ca, logpath
+
+
+def burst(k: Kube, requests: int) -> tuple[dict[str, float], dict[str, float], list[float], float]:
+    """Create the requests at once and wait until each was seen Provisioned: when each was created, when each was
+    seen Provisioned, when each bench node was seen added, and how long the creates took."""
+    made: dict[str, float] = {}
+    with Tape(k, (R.PROVREQ,), BENCH_NAMESPACE) as prs, \
+            Tape(k, (R.NODE,), node_selector=f"{POOL_LABEL}={POOL}") as nodes:
+        t0 = time.time()
+        for i in range(requests):
+            name = f"bench-{i:03d}"
+            k.create(R.PROVREQ, R.PROVREQ.new(name, BENCH_NAMESPACE, spec={
+                "provisioningClassName": BEST_EFFORT_ATOMIC,
+                "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}), BENCH_NAMESPACE)
+            made[name] = time.time()
+        created_in = time.time() - t0
+        poll.eventually(lambda: len(provisioned_at(list(prs.changes))) >= requests, PROVISIONED_TIMEOUT, 0.05)
+        return made, provisioned_at(list(prs.changes)), added_at(list(nodes.changes)), created_in
+
+
+def clear_bench_pool(k: Kube) -> None:
+    """Delete the run's requests and the bench pool's nodes; wait until the pool is empty."""
+    for pr in k.list(R.PROVREQ, BENCH_NAMESPACE)[0]:
+        k.delete(R.PROVREQ, pr["metadata"]["name"], BENCH_NAMESPACE)
+    for n in k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
+        k.delete(R.NODE, n["metadata"]["name"])
+    poll.until(lambda: not k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0], POOL_EMPTY_TIMEOUT,
+               f"the bench pool {POOL} to be empty", 0.5)
+
+
+def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake",
+            ca_flags: tuple[str, ...] = ()) -> dict:
+    ca, logpath = start_autoscaler(kc, scan, autoscaler, ca_flags)
     try:
-        poll.eventually(lambda: "caches synced; ready" in logpath.read_text() or ca.poll() is not None,
-                        CA_READY_TIMEOUT, 0.1)
-        if ca.poll() is not None or "caches synced; ready" not in logpath.read_text():
-            sys.exit(f"{autoscaler} autoscaler {'exited' if ca.poll() is not None else 'not ready'}: "
-                     f"{logpath.read_text()[-2000:]}")
         pids = [ca.pid] + ([real_ca_pid(logpath.read_text())] if autoscaler == "real" else [])
         cpu0 = sum(cpu_seconds(p) for p in pids)
         metrics0 = apiserver_times(k.raw("/metrics"))
-        made: dict[str, float] = {}
-        with Arrivals(k) as w:
-            t0 = time.time()
-            for i in range(requests):
-                name = f"bench-{i:03d}"
-                k.create(R.PROVREQ, R.PROVREQ.new(name, BENCH_NAMESPACE, spec={
-                    "provisioningClassName": BEST_EFFORT_ATOMIC,
-                    "podSets": [{"podTemplateRef": {"name": "bench-t"}, "count": 1}]}), BENCH_NAMESPACE)
-                made[name] = time.time()
-            created_all = time.time() - t0
-            poll.eventually(lambda: len(w.provisioned) >= requests, PROVISIONED_TIMEOUT, 0.05)
-            cpu = sum(cpu_seconds(p) for p in pids) - cpu0
-            apiserver = apiserver_delta(metrics0, apiserver_times(k.raw("/metrics")))
-            lat = [w.provisioned[n] - made[n] for n in made if n in w.provisioned]
-            times = sorted(w.nodes.values())
-            span = (times[-1] - times[0]) if len(times) > 1 else float("nan")
-        return {"requests": requests, "created_in": created_all, "provisioned": len(lat),
+        made, provisioned, times, created_in = burst(k, requests)
+        cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+        apiserver = apiserver_delta(metrics0, apiserver_times(k.raw("/metrics")))
+        lat = [provisioned[n] - made[n] for n in made if n in provisioned]
+        span = (times[-1] - times[0]) if len(times) > 1 else float("nan")
+        return {"requests": requests, "created_in": created_in, "provisioned": len(lat),
                 "p50": median(lat), "p95": p95(lat), "max": max(lat) if lat else float("nan"),
                 "nodes": len(times), "nodes_per_s": (len(times) - 1) / span if len(times) > 1 else float("nan"),
                 "cpu_per_request": cpu / requests, "apiserver": apiserver}
     finally:
         ca.terminate()
         ca.wait(60)
-        for pr in k.list(R.PROVREQ, BENCH_NAMESPACE)[0]:
-            k.delete(R.PROVREQ, pr["metadata"]["name"], BENCH_NAMESPACE)
-        for n in k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0]:
-            k.delete(R.NODE, n["metadata"]["name"])
-        poll.until(lambda: not k.list(R.NODE, label_selector=f"{POOL_LABEL}={POOL}")[0], POOL_EMPTY_TIMEOUT,
-                   f"the bench pool {POOL} to be empty", 0.5)
+        clear_bench_pool(k)
 
 
-def main() -> None:
+def prepare_bench_namespace(k: Kube) -> tuple[dict | None, dict | None]:
+    """The bench namespace and its pod template; the pool table and the autoscaler status found before the run."""
+    table_before = k.get_or_none(R.CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
+    status_before = k.get_or_none(R.CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
+    k.apply(R.NAMESPACE, R.NAMESPACE.new(BENCH_NAMESPACE), "bench")
+    k.apply(R.POD_TEMPLATE, R.POD_TEMPLATE.new("bench-t", BENCH_NAMESPACE, template={"spec": {
+        "nodeSelector": {"agentpool": "benchpool"},
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}}}]}}),
+        "bench")
+    return table_before, status_before
+
+
+def put_back(k: Kube, table_before: dict | None, status_before: dict | None) -> None:
+    """Leave the cluster as the run found it: no bench namespace, the pool table and the status as they were."""
+    k.delete(R.POD_TEMPLATE, "bench-t", BENCH_NAMESPACE)
+    k.delete(R.NAMESPACE, BENCH_NAMESPACE)
+    # gone before the script ends: a next run could not create in a namespace still terminating
+    poll.until(lambda: k.get_or_none(R.NAMESPACE, BENCH_NAMESPACE) is None, 120, f"namespace {BENCH_NAMESPACE} to be deleted")
+    # leave the cluster as we found it: not the bench pool in the published table
+    restore_pool_table(k, table_before)
+    restore_status(k, status_before)
+
+
+def run_table(k: Kube, kc: str, a: argparse.Namespace) -> dict | None:
+    """Every run of every scan interval, one table row each (and the pairs' ratio); the last run's figures."""
+    print(f"{a.autoscaler} autoscaler{''.join(' ' + f for f in a.real_ca_flag)}"
+          + (f", each run paired with one of the {a.versus} autoscaler" if a.versus else ""))
+    print("| autoscaler | --scan-interval | requests | p50 | p95 | max | nodes/s | CPU s per request |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    ratios, last = [], None
+    for scan in a.scan_interval or ["100ms", "1s"]:
+        for _ in range(a.runs):
+            pair = []
+            for who in [a.autoscaler] + ([a.versus] if a.versus else []):
+                r = last = one_run(k, kc, a.requests, scan, who, tuple(a.real_ca_flag) if who == "real" else ())
+                pair.append(r["nodes_per_s"])
+                rate = f"{r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f}"
+                print(f"| {who} | {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | "
+                      f"{r['p95']:.2f} s | {r['max']:.2f} s | {rate} | {r['cpu_per_request'] * 1000:.0f} ms |",
+                      flush=True)
+            if a.versus:
+                ratios.append(pair[0] / pair[1])
+    if ratios:
+        print(f"\nnodes/s of {a.autoscaler} / {a.versus}, pair by pair: "
+              f"{', '.join(f'{x:.2f}' for x in ratios)}; median {median(ratios):.2f}")
+    return last
+
+
+def print_apiserver_time(last: dict) -> None:
+    print(f"\napiserver time during the last run (its {METRIC}, any client; writes and reads of "
+          f"{', '.join(WATCHED)}):")
+    print("| verb | resource | requests | mean |")
+    print("| --- | --- | --- | --- |")
+    for verb, res, n, ms in last["apiserver"]:
+        print(f"| {verb} | {res} | {n} | {ms:.1f} ms |")
+
+
+def load_arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--scan-interval", action="append", default=None,
@@ -223,54 +287,22 @@ def main() -> None:
     a = ap.parse_args()
     if a.real_ca_flag and a.autoscaler != "real":
         ap.error("--real-ca-flag needs --autoscaler real")
+    return a
+
+
+def main() -> None:
+    a = load_arguments()
     kc = default_kubeconfig()
     k = Kube(kc)
     if heartbeat.alive(k, FAKE_CA_LEASE) or heartbeat.alive(k, REAL_CA_LEASE):
         sys.exit("an autoscaler is running on this cluster; stop it first")
-    table_before = k.get_or_none(R.CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
-    status_before = k.get_or_none(R.CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
-    k.apply(R.NAMESPACE, R.NAMESPACE.new(BENCH_NAMESPACE), "bench")
-    k.apply(R.POD_TEMPLATE, R.POD_TEMPLATE.new("bench-t", BENCH_NAMESPACE, template={"spec": {
-        "nodeSelector": {"agentpool": "benchpool"},
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}}}]}}),
-        "bench")
-    last = None
+    before = prepare_bench_namespace(k)
     try:
-        print(f"{a.autoscaler} autoscaler{''.join(' ' + f for f in a.real_ca_flag)}"
-              + (f", each run paired with one of the {a.versus} autoscaler" if a.versus else ""))
-        print("| autoscaler | --scan-interval | requests | p50 | p95 | max | nodes/s | CPU s per request |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        ratios = []
-        for scan in a.scan_interval or ["100ms", "1s"]:
-            for _ in range(a.runs):
-                pair = []
-                for who in [a.autoscaler] + ([a.versus] if a.versus else []):
-                    r = last = one_run(k, kc, a.requests, scan, who, tuple(a.real_ca_flag) if who == "real" else ())
-                    pair.append(r["nodes_per_s"])
-                    rate = f"{r['nodes_per_s']:.{0 if r['nodes_per_s'] >= 10 else 1}f}"
-                    print(f"| {who} | {scan} | {r['provisioned']}/{r['requests']} | {r['p50']:.2f} s | "
-                          f"{r['p95']:.2f} s | {r['max']:.2f} s | {rate} | {r['cpu_per_request'] * 1000:.0f} ms |",
-                          flush=True)
-                if a.versus:
-                    ratios.append(pair[0] / pair[1])
-        if ratios:
-            print(f"\nnodes/s of {a.autoscaler} / {a.versus}, pair by pair: "
-                  f"{', '.join(f'{x:.2f}' for x in ratios)}; median {median(ratios):.2f}")
+        last = run_table(k, kc, a)
         if last is not None:
-            print(f"\napiserver time during the last run (its {METRIC}, any client; writes and reads of "
-                  f"{', '.join(WATCHED)}):")
-            print("| verb | resource | requests | mean |")
-            print("| --- | --- | --- | --- |")
-            for verb, res, n, ms in last["apiserver"]:
-                print(f"| {verb} | {res} | {n} | {ms:.1f} ms |")
+            print_apiserver_time(last)
     finally:
-        k.delete(R.POD_TEMPLATE, "bench-t", BENCH_NAMESPACE)
-        k.delete(R.NAMESPACE, BENCH_NAMESPACE)
-        # gone before the script ends: a next run could not create in a namespace still terminating
-        poll.until(lambda: k.get_or_none(R.NAMESPACE, BENCH_NAMESPACE) is None, 120, f"namespace {BENCH_NAMESPACE} to be deleted")
-        # leave the cluster as we found it: not the bench pool in the published table
-        restore_pool_table(k, table_before)
-        restore_status(k, status_before)
+        put_back(k, *before)
 
 
 if __name__ == "__main__":

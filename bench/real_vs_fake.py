@@ -1,16 +1,17 @@
 """The harness against the real thing: submit -> both gang pods Running for the 2 × 8-GPU Job, under the
 fake autoscaler and under the real Cluster Autoscaler 1.36.1 (at --scan-interval 1s and at its 10s
-default), N runs each, in one run of this script, from a client-side watch on the Job's pods.
+default), N runs each, in one run of this script, from a client-side watch on the Job's pods (a Tape: the
+time each pod's change arrived).
 
 The fake runs with a boot time of 0 (`--boot 0s`): the kwok provider's
 nodes are Ready at once, so the harness is compared, not the simulated cloud.  Before each submission the
-pool is empty and the script sleeps a random fraction of the scan interval, so that the submission falls
+pool is empty (its nodes deleted by the script: an autoscaler's own scale-down takes minutes) and the script sleeps a random fraction of the scan interval, so that the submission falls
 at a random point of the real CA's loop (a new ProvisioningRequest waits for the next loop).
 
 Needs `tau-demo cluster up`, `tau-demo toolchain ensure --with-real-ca`, and no autoscaler running (it
 starts and stops each one itself, never two at once).
 
-    .venv/bin/python bench/real_vs_fake.py [--runs 5] [--seed 1]
+    .venv/bin/python -m bench.real_vs_fake [--runs 5] [--seed 1]
 """
 
 from __future__ import annotations
@@ -18,42 +19,62 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import median  # noqa: E402
+from demo.cluster.state import default_kubeconfig
+from demo.realca import exclusion
+from k8s import heartbeat, poll
+from k8s.client import Kube
+from k8s.keys import DEMO_NAMESPACE, FAKE_CA_LEASE, JOB_NAME_LABEL, POOL_LABEL, REAL_CA_LEASE
+from k8s.objects import labels, name as name_of
+from k8s.resources import NODE, POD
+from k8s.tape import Seen
+from k8s.watch import Event
+from scenarios.kit.controllers import start_private, stop_started
+from scenarios.kit.harness import Context
+from scenarios.kit.toolbox import changes
 
-from demo.cluster.state import default_kubeconfig  # noqa: E402
-from k8s.client import Kube  # noqa: E402
-from k8s.keys import DEMO_NAMESPACE, FAKE_CA_LEASE, JOB_NAME_LABEL, REAL_CA_LEASE  # noqa: E402
-from k8s.objects import name as name_of  # noqa: E402
-from k8s.resources import POD  # noqa: E402
-from k8s.watch import Watch  # noqa: E402
-from scenarios.conformance.probes import reset, running_autoscaler  # noqa: E402
-from scenarios.kit.controllers import start_private, stop_started  # noqa: E402
-from scenarios.kit.harness import Context  # noqa: E402
+from .common import median
+
+POOLS_EMPTY_TIMEOUT = 60.0      # seconds for the deleted pool nodes to go
+
+
+def all_running_at(seen: list[Seen], pods: int) -> float | None:
+    """When the last of `pods` pods was first seen Running, from a tape's changes (pure); None before that."""
+    running: dict[str, float] = {}
+    for t, typ, pod in seen:
+        if typ != Event.DELETED and (pod.get("status") or {}).get("phase") == "Running":
+            running.setdefault(name_of(pod), t)
+    return max(running.values()) if len(running) >= pods else None
 
 
 def time_to_running(ctx: Context, name: str, pods: int = 2, timeout: float = 180) -> float:
     """Seconds from just before the Job is created to the watch event that shows the last of its pods Running."""
-    running: dict[str, float] = {}
-    done = threading.Event()
-
-    def seen(typ, pod) -> None:
-        if (pod.get("status") or {}).get("phase") == "Running":
-            running.setdefault(name_of(pod), time.time())
-            if len(running) >= pods:
-                done.set()
-    with Watch(ctx.k, POD, seen, namespace=DEMO_NAMESPACE, label_selector=f"{JOB_NAME_LABEL}={name}",
-               timeout_seconds=5):
+    with changes(ctx, POD, keep=lambda pod: labels(pod).get(JOB_NAME_LABEL) == name, namespace=DEMO_NAMESPACE) as tape:
         t0 = time.time()
         ctx.submit(name, "2x8", duration="120s")
-        ok = done.wait(timeout)
-    if not ok:
+        done = poll.eventually(lambda: all_running_at(list(tape.changes), pods), timeout, 0.05)
+    if done is None:
         raise RuntimeError(f"{name}: both pods not Running within {timeout:.0f}s")
-    return max(running.values()) - t0
+    return done - t0
+
+
+def an_autoscaler_runs(k: Kube) -> str | None:
+    """Why the script cannot start its own autoscalers (one already runs on the cluster, or the real one's traces
+    are fresh), or None."""
+    for lease, what in ((FAKE_CA_LEASE, "the fake autoscaler"), (REAL_CA_LEASE, "the real Cluster Autoscaler")):
+        if heartbeat.alive(k, lease):
+            return f"{what} is already running (Lease {lease}); this benchmark starts its own: stop it first"
+    return exclusion.real_running(k)
+
+
+def empty_the_pools(ctx: Context) -> None:
+    """Delete every node of the autoscaler's pools and wait until they are gone: each submission starts on an
+    empty pool."""
+    for n in ctx.k.list(NODE, label_selector=POOL_LABEL)[0]:
+        ctx.k.delete(NODE, name_of(n))
+    ctx.wait(lambda: not ctx.k.list(NODE, label_selector=POOL_LABEL)[0], POOLS_EMPTY_TIMEOUT,
+             "the pools' nodes to go", interval=0.1)
 
 
 def main() -> None:
@@ -64,7 +85,7 @@ def main() -> None:
     rng = random.Random(a.seed)
     kc = default_kubeconfig()
     k = Kube(kc)
-    why = running_autoscaler(k)
+    why = an_autoscaler_runs(k)
     if why:
         sys.exit(why)
     ctx = Context(k, kc, out=open("/dev/null", "w"))
@@ -75,12 +96,12 @@ def main() -> None:
         print(f"{label:15} tau-demo {' '.join(args)}", flush=True)
     results: dict[str, list[float]] = {}
     for label, lease, args, scan in configs:
-        reset(ctx)
+        empty_the_pools(ctx)
         start_private(ctx, lease, args, label, timeout=180)
         try:
             times = []
             for i in range(a.runs):
-                reset(ctx)
+                empty_the_pools(ctx)
                 time.sleep(scan + rng.uniform(0, scan))      # settle, then a random point of the loop
                 name = ctx.new_name("job-bench")
                 dt = time_to_running(ctx, name)
@@ -90,7 +111,7 @@ def main() -> None:
             results[label] = times
         finally:
             stop_started(ctx)
-            reset(ctx)
+            empty_the_pools(ctx)
     base = median(results[configs[0][0]])
     print(f"\n{'autoscaler':15} {'median':>8} {'min':>7} {'max':>7}  ratio to the fake   (runs: {a.runs})")
     for label, times in results.items():

@@ -4,7 +4,7 @@ the pool's bootSeconds, as under the real autoscaler).  Needs `tau-demo cluster 
 fake-ca (`tau-demo fake-ca`).  `--boot-seconds S` overrides the pool's boot time per request
 (the ProvisioningRequest parameter fakeCABootSeconds).
 
-    .venv/bin/python bench/success_path.py [--runs 5] [--boot-seconds 0]
+    .venv/bin/python -m bench.success_path [--runs 5] [--boot-seconds 0]
 """
 
 from __future__ import annotations
@@ -13,20 +13,18 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import median  # noqa: E402
+from demo.cluster.state import default_kubeconfig
+from k8s import heartbeat
+from k8s import job as jobs
+from k8s import workload as workloads
+from k8s.client import Kube
+from k8s.keys import MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED
+from k8s.objects import condition, is_true
+from scenarios.kit.harness import Context
+from scenarios.kit.recorder import Recorder
 
-from demo.cluster.state import default_kubeconfig  # noqa: E402
-from k8s import heartbeat  # noqa: E402
-from k8s import job as jobs  # noqa: E402
-from k8s import workload as workloads  # noqa: E402
-from k8s.client import Kube  # noqa: E402
-from k8s.keys import MANAGED_LABEL, PARAM_BOOT_SECONDS, PROVISIONED  # noqa: E402
-from k8s.objects import condition, is_true  # noqa: E402
-from scenarios.kit.harness import Context  # noqa: E402
-from scenarios.kit.recorder import Recorder  # noqa: E402
+from .common import median
 
 RUN_TIMEOUT = 600.0         # seconds a run may take to get both pods Running
 

@@ -10,5 +10,5 @@ band of them, in this order):
     demo/       toolchain < cluster < jobs, deadline, timeline, realca, taucluster < ui (the live page)
     scenarios/  the stories and their harness
     cli/        the command line, `tau-demo`
-    bench/      benchmarks (scripts)
+    bench/      benchmarks (a package: python -m bench.<name>)
 """

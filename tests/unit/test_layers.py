@@ -30,7 +30,7 @@ LAYERS = [
     ("story families", ["scenarios.walkthrough", "scenarios.upstream", "scenarios.taucluster", "scenarios.multikueue"]),
     ("scenario products", ["scenarios.kueue_specs", "scenarios.conformance"]),     # tau-demo kueue-specs, conformance
     ("cli", ["cli"]),
-    ("bench", ["bench"]),                           # scripts: they may use everything below, nothing uses them
+    ("bench", ["bench"]),                           # the benchmarks: they may use everything below, nothing uses them
 ]
 RANK = {pkg: i for i, (_, pkgs) in enumerate(LAYERS) for pkg in pkgs}
 BAND_ROOTS = ("demo", "scenarios")        # a band's own folder: its __init__ only, its packages declared one by one
@@ -178,7 +178,7 @@ def test_imports_inside_functions_say_why():
     assert not bad, "imports inside functions without a comment:\n" + "\n".join(sorted(set(bad)))
 
 
-@pytest.mark.parametrize("pkg", [p for p in RANK if p != "bench"])       # bench/ holds scripts, not a package
+@pytest.mark.parametrize("pkg", list(RANK))
 def test_every_package_says_what_lives_there(pkg):
     init = REPO / Path(*pkg.split(".")) / "__init__.py"
     assert init.is_file(), f"{pkg} is not a package"
@@ -210,12 +210,78 @@ def test_the_benchmarks_use_only_public_names():
     assert not bad, "bench/ imports private names: " + ", ".join(bad)
 
 
+# The scenarios' shared kit (scenarios/kit/), the one part of scenarios/ a benchmark may use: never a story
+# family's or a product's (the conformance tool, the Kueue-spec suite) own modules.
+SCENARIO_KIT = "scenarios.kit"
+
+
+def in_the_scenario_kit(module: str) -> bool:
+    return (module + ".").startswith(SCENARIO_KIT + ".")
+
+
+def test_the_benchmarks_reach_the_scenarios_only_through_their_kit():
+    bad = [f"{path.relative_to(REPO)}:{line}: {target}" for path in sorted((REPO / "bench").glob("*.py"))
+           for line, target, _ in imports(path)
+           if target.split(".")[0] == "scenarios" and not in_the_scenario_kit(target)]
+    assert not bad, "bench/ imports scenario modules outside their kit:\n" + "\n".join(bad)
+
+
+BENCH_FUNCTION_LINES = 60        # the longest a benchmark's function may be, its nested functions included
+
+
+def long_functions(text: str, limit: int = BENCH_FUNCTION_LINES) -> list[str]:
+    """Every function (or method) longer than `limit` lines, from its `def` to its last line: 'name:line (N lines)'."""
+    return [f"{n.name}:{n.lineno} ({n.end_lineno - n.lineno + 1} lines)" for n in ast.walk(ast.parse(text))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit]
+
+
+def sys_path_edits(text: str) -> list[int]:
+    """The lines that change the import path (sys.path.insert/append/extend/…, or assign to it)."""
+    out = []
+    for n in ast.walk(ast.parse(text)):
+        target = n.func.value if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) else None
+        if isinstance(n, (ast.Assign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            target = next((t for t in targets if isinstance(t, (ast.Attribute, ast.Subscript))), None)
+            target = target.value if isinstance(target, ast.Subscript) else target
+        if isinstance(target, ast.Attribute) and target.attr == "path" and getattr(target.value, "id", "") == "sys":
+            out.append(n.lineno)
+    return out
+
+
+def test_no_benchmark_function_is_longer_than_60_lines():
+    long = {str(p.relative_to(REPO)): got for p in sorted((REPO / "bench").glob("*.py"))
+            if (got := long_functions(p.read_text()))}
+    assert not long, f"bench/ functions over {BENCH_FUNCTION_LINES} lines (split them into named steps): {long}"
+
+
+def test_no_benchmark_edits_the_import_path():
+    """bench/ is a package run as `python -m bench.<name>` from the repository's root: nothing edits sys.path."""
+    edits = {str(p.relative_to(REPO)): got for p in sorted((REPO / "bench").glob("*.py"))
+             if (got := sys_path_edits(p.read_text()))}
+    assert not edits, f"bench/ modules that edit sys.path (lines): {edits}"
+
+
+def test_the_bench_rules_see_a_long_function_every_way_of_editing_the_path_and_a_scenario_module_outside_the_kit():
+    body = "".join(f"    x = {i}\n" for i in range(BENCH_FUNCTION_LINES - 1))
+    assert long_functions(f"def ok():\n{body}") == []
+    assert long_functions(f"def f():\n{body}    x = 0\n") == [f"f:1 ({BENCH_FUNCTION_LINES + 1} lines)"]
+    for text in ("import sys\nsys.path.insert(0, 'x')\n", "import sys\nsys.path.append('x')\n",
+                 "import sys\nsys.path = ['x']\n", "import sys\nsys.path += ['x']\n",
+                 "import sys\nsys.path[0] = 'x'\n"):
+        assert sys_path_edits(text) == [2], text
+    assert sys_path_edits("import sys\nprint(sys.path)\nsys.exit(1)\n") == []
+    assert not in_the_scenario_kit("scenarios.conformance.probes") and not in_the_scenario_kit("scenarios.kueue_specs.kit")
+
+
 # What observes the cluster (the stories, the probes, the views) does so through the one observation layer,
 # k8s/tape.py: it makes no Watch or Store of its own.  Controllers (which write) keep theirs.
-OBSERVERS = ("scenarios", "demo/jobs", "demo/timeline", "demo/ui")
+OBSERVERS = ("scenarios", "demo/jobs", "demo/timeline", "demo/ui", "bench")
 WATCH_MACHINERY = {"k8s.watch": {"Watch", "start_synced", "informer"}, "k8s.runtime": {"Store"}}
 CONTROLLERS_AMONG_OBSERVERS = {
-    "scenarios/kit/toolbox.py": "ExternalCheck: an AdmissionCheck controller of the scenarios' own (it writes its entry)"}
+    "scenarios/kit/toolbox.py": "ExternalCheck: an AdmissionCheck controller of the scenarios' own (it writes its entry)",
+    "bench/ideal_autoscaler.py": "the serial ceiling the fake autoscaler is measured against: a controller (it writes)",
+    "bench/ideal_deadline.py": "the ceiling the deadline controller is measured against: a controller (it writes)"}
 
 
 def watch_machinery_imported(path: Path) -> list[str]:

@@ -1,30 +1,14 @@
-"""bench/provreq_latency.py's pure parts: the pool table it puts back, which autoscaler it starts, and
-the apiserver's own time per request read from /metrics (the figures docs/benchmarks.md uses to say
-where a loop's time goes)."""
+"""The benchmarks' pure parts.  bench/provreq_latency.py: the pool table it puts back, which autoscaler it starts,
+the apiserver's own time per request read from /metrics (the figures docs/benchmarks.md uses to say where a loop's
+time goes), and what it reads from its tapes; bench/real_vs_fake.py and bench/deadline_latency.py: what they read
+from theirs."""
 
 import copy
-import importlib.util
-import sys
-from pathlib import Path
 
+from bench import deadline_latency, provreq_latency as bench, real_vs_fake
+from k8s.keys import DECISION_ANNOTATION, TIMED_OUT
 from k8s.paths import POOLS_FILE
 from k8s.pools import load_pools, pools_to_configmap
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("provreq_latency", REPO / "bench" / "provreq_latency.py")
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)          # main() only runs as a script
-    finally:
-        sys.path.remove(str(REPO / "bench"))
-    return bench
-
-
-bench = load_bench()
 
 
 def test_the_benchmark_puts_back_the_pool_table_it_found():
@@ -76,6 +60,8 @@ def test_the_bench_starts_the_fake_or_the_real_autoscaler_with_the_bench_pools()
     assert real[0] == "real-ca" and real[real.index("--scan-interval") + 1] == "1s"
     assert real[-2:] == ["--", "--kube-client-qps=1000"], "the CA's own flags after --"
     assert "--" not in bench.autoscaler_argv("real", "/kc", "1s")
+    ideal = bench.autoscaler_argv("ideal", "/kc", "1s")
+    assert ideal[:2] == ["-m", "bench.ideal_autoscaler"], "a module of the bench package, run from the root"
 
 
 def test_the_real_ca_pid_is_read_from_the_wrapper_log():
@@ -83,3 +69,50 @@ def test_the_real_ca_pid_is_read_from_the_wrapper_log():
            "16:03:49 real-ca: started cluster-autoscaler pid 10304 (scan interval 100ms, metrics 127.0.0.1:1)\n")
     assert bench.real_ca_pid(log) == 10304
     assert bench.real_ca_pid("nothing yet\n") is None
+
+
+def pod(name: str, phase: str, rv: int) -> dict:
+    return {"metadata": {"name": name, "resourceVersion": str(rv)}, "status": {"phase": phase}}
+
+
+def test_the_last_pod_running_is_read_from_the_tape_changes():
+    seen = [(1.0, "ADDED", pod("a", "Pending", 1)), (2.0, "MODIFIED", pod("a", "Running", 2)),
+            (2.5, "MODIFIED", pod("a", "Running", 3)), (3.0, "ADDED", pod("b", "Pending", 4))]
+    assert real_vs_fake.all_running_at(seen, 2) is None, "one of two pods running"
+    seen.append((4.0, "MODIFIED", pod("b", "Running", 5)))
+    assert real_vs_fake.all_running_at(seen, 2) == 4.0, "the last pod's first Running change"
+    assert real_vs_fake.all_running_at([(5.0, "DELETED", pod("c", "Running", 6))], 1) is None, "a deletion is no run"
+
+
+def test_a_requests_provisioned_time_and_the_nodes_added_are_read_from_the_tape_changes():
+    def pr(name, provisioned):
+        conds = [{"type": "Provisioned", "status": "True" if provisioned else "False"}]
+        return {"metadata": {"name": name}, "status": {"conditions": conds}}
+    seen = [(1.0, "ADDED", pr("r1", False)), (2.0, "MODIFIED", pr("r1", True)), (3.0, "MODIFIED", pr("r1", True)),
+            (3.5, "DELETED", pr("r2", True))]
+    assert bench.provisioned_at(seen) == {"r1": 2.0}
+    nodes = [(2.0, "ADDED", pod("n2", "", 1)), (1.0, "ADDED", pod("n1", "", 2)), (4.0, "MODIFIED", pod("n3", "", 3)),
+             (5.0, "ADDED", pod("n1", "", 4))]
+    assert bench.added_at(nodes) == [1.0, 2.0], "first ADDED per node, in time order"
+
+
+def test_the_deadline_bench_reads_each_jobs_workload_and_its_first_commit_from_the_tape():
+    def wl(name, owner, committed, controller=True):
+        ann = {DECISION_ANNOTATION: TIMED_OUT} if committed else {}
+        return {"metadata": {"name": name, "annotations": ann,
+                             "ownerReferences": [{"kind": "Job", "uid": owner, "controller": controller}]},
+                "spec": {"active": not committed}}
+    seen = [(1.0, "ADDED", wl("w1", "u1", False)), (2.0, "ADDED", wl("w2", "u2", False)),
+            (3.0, "MODIFIED", wl("w1", "u1", True)), (4.0, "MODIFIED", wl("w1", "u1", True)),
+            (5.0, "ADDED", wl("w3", "u3", True, controller=False))]
+    owners = deadline_latency.by_owner(seen)
+    assert sorted(owners) == ["u1", "u2"], "only a Workload a Job controls"
+    assert [t for t, _, _ in owners["u1"]] == [1.0, 3.0, 4.0]
+    assert deadline_latency.first_committed(owners["u1"]) == 3.0
+    assert deadline_latency.first_committed(owners["u2"]) is None
+
+
+def test_the_deadline_bench_reads_each_commits_round_trip_from_the_log():
+    log = ("job-dlbench-001: committed timeout on Workload job-job-dlbench-001-1a2b3 (spec.active=false; the write "
+           "took 12 ms)\njob-dlbench-002: 409 conflict\n")
+    assert deadline_latency.commit_times(log) == {"job-dlbench-001": 0.012}
