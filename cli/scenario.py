@@ -10,7 +10,7 @@ import click
 
 from scenarios.kit import catalogue, runner
 from scenarios.walkthrough import soak
-from scenarios.kueue_specs import group as kueue_group, table as kueue_table
+from scenarios.kueue_specs import suite as kueue_suite, table as kueue_table
 from scenarios.kit.controllers import ensure_controller, stop_started
 
 from demo.cluster import backends
@@ -71,8 +71,8 @@ def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, wit
         runner.check_cluster(ctx, chosen)
     except runner.NoCluster as e:
         raise click.ClickException(str(e))
-    if any(catalogue.by_name()[n].group == kueue_group.GROUP for n in chosen):
-        kueue_group.configure(ctx)          # the real CA at the specs' demo timescale
+    if any(catalogue.by_name()[n].group == kueue_suite.GROUP for n in chosen):
+        kueue_suite.configure(ctx)          # the real CA at the specs' demo timescale
     page = start_ui(ctx.runs_dir, ui_port) if with_ui else None
     if page is not None:
         ctx.say(f"Live page: {page.start()}  (tau-demo ui: each scenario as it runs; replay of runs/ from the page)")
@@ -105,7 +105,7 @@ def _run_and_report(ctx, chosen, auto, serial, page):
             ctx.say(f"\nKueue v0.19.2's provisioning specs under the {ctx.autoscaler} autoscaler "
                     "(`tau-demo kueue-specs` runs both and writes docs/kueue-specs.md)")
             done = {r.number for r in ctx.spec_results}
-            for row in kueue_table.rows([e for e in kueue_group.entries() if e.spec.number in done],
+            for row in kueue_table.rows([e for e in kueue_suite.entries() if e.spec.number in done],
                                         {ctx.autoscaler: {r.number: r for r in ctx.spec_results}}):
                 ctx.say(row)
     finally:

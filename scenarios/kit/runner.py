@@ -35,6 +35,13 @@ from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
 from .record import Scenario
 
 AUTOSCALERS = ("fake", "real")
+BOTH = "both"                                    # the products' choice: the fake, then the real one, never together
+AUTOSCALER_CHOICES = (*AUTOSCALERS, BOTH)
+
+
+def autoscalers_of(choice: str) -> list[str]:
+    """The autoscalers a product's --autoscaler choice names, in the order they run."""
+    return list(AUTOSCALERS) if choice == BOTH else [choice]
 
 
 class NoCluster(RuntimeError):

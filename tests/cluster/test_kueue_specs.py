@@ -15,10 +15,10 @@ from k8s.keys import REAL_CA_LEASE
 from scenarios.kit import catalogue
 from scenarios.kit.controllers import start_private
 from scenarios.kit.harness import Context
-from scenarios.kueue_specs import group, table
+from scenarios.kueue_specs import suite, table
 from tests.cluster.conftest import wait_for
 
-SPECS = group.names()
+SPECS = suite.names()
 
 
 def not_nodes(left: list[str]) -> list[str]:
@@ -50,7 +50,7 @@ def test_kueue_spec_under_the_fake_autoscaler(specs_ctx, name):
     ctx.spec_results.clear()
     catalogue.by_name()[name].run(ctx)
     [result] = ctx.spec_results
-    print("\n".join(table.rows([e for e in group.entries() if e.scenario == name], {"fake": {result.number: result}})))
+    print("\n".join(table.rows([e for e in suite.entries() if e.scenario == name], {"fake": {result.number: result}})))
     failed = [what for ok, what in result.checks if not ok]
     assert result.holds and not result.error, failed or result.error
     assert not_nodes(ctx.leftovers()) == []
@@ -59,20 +59,20 @@ def test_kueue_spec_under_the_fake_autoscaler(specs_ctx, name):
 def test_the_specs_the_real_autoscaler_can_drive_hold_under_it(drained, k, kubeconfig, no_autoscaler, tmp_path):
     """One run of the group under the real Cluster Autoscaler (the session's fake is stopped meanwhile)."""
     ctx = Context(k, kubeconfig, out=sys.stdout, runs_dir=tmp_path, autoscaler="real")
-    group.configure(ctx)
+    suite.configure(ctx)
     assert ctx.leftovers() == []
-    start_private(ctx, REAL_CA_LEASE, ["real-ca"], "real Cluster Autoscaler", timeout=150)   # + group.REAL_CA_ARGS
+    start_private(ctx, REAL_CA_LEASE, ["real-ca"], "real Cluster Autoscaler", timeout=150)   # + suite.REAL_CA_ARGS
     try:
-        summary, results = group.run(ctx)
+        summary, results = suite.run(ctx)
     finally:
         for c in list(ctx.started):
             c.stop()
         ctx.started.clear()
         wait_for(lambda: not heartbeat.alive(k, REAL_CA_LEASE), 30, what="the real CA gone")
-    print("\n".join(table.rows(group.entries(), {"real": results})))
+    print("\n".join(table.rows(suite.entries(), {"real": results})))
     ran = {n for n, ok, _ in summary if ok is not None}
     skipped = {n for n, ok, _ in summary if ok is None}
-    assert skipped == {e.scenario for e in group.entries() if e.needs_fake}
+    assert skipped == {e.scenario for e in suite.entries() if e.needs_fake}
     failed = {n: d for n, ok, d in summary if ok is False}
     assert not failed, failed
     assert len(results) == len(ran) and all(r.holds for r in results.values())

@@ -11,6 +11,7 @@ from k8s.pools import load_pools, node_manifest
 from k8s.paths import DEVIATIONS_DOC, POOLS_FILE
 from scenarios.conformance import probes as cf
 from scenarios.conformance import fidelity as F
+from scenarios.conformance import tool
 from scenarios.conformance.deviations import DEVIATIONS
 
 POOLS = cf.probe_pools(load_pools(POOLS_FILE))
@@ -169,3 +170,17 @@ def test_the_docs_count_the_probes_and_their_two_kinds_as_the_code_does():
         text = " ".join((REPO / page).read_text().split())
         assert f"{len(cf.PROBES)} probes" in text and f"{likeness} likeness probes" in text, page
         assert f"{knobs} fault-injection probes" in text, page
+
+
+def test_the_tool_runs_the_probes_asked_for_and_names_the_command_that_makes_its_report_again():
+    short = [p for p in cf.PROBES if not p.long]
+    assert tool.chosen_probes(tool.Asked()) == short
+    assert tool.chosen_probes(tool.Asked(with_long=True)) == list(cf.PROBES)
+    one = cf.PROBES[-1].name
+    assert [p.name for p in tool.chosen_probes(tool.Asked(only=(one,)))] == [one]
+    why = tool.not_run_why(short)
+    assert set(why) == {p.name for p in cf.PROBES if p.long} and set(why.values()) <= {"long: run with --long"}
+    assert tool.not_run_why([])[short[0].name] == "not chosen (--probe)"
+    assert tool.command_of(tool.Asked()) == "tau-demo conformance --autoscaler both"
+    assert tool.command_of(tool.Asked(scan=3.0, only=("a", "b"), with_long=True)) == (
+        "tau-demo conformance --autoscaler both --scan-interval 3s --long --probe a --probe b")

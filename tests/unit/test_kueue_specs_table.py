@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from scenarios.kueue_specs import group, table
+from scenarios.kueue_specs import suite, table
 from scenarios.kueue_specs.table import Entry, SpecResult
 from scenarios.kit.record import Spec
 
@@ -29,7 +29,7 @@ def result(number: int, autoscaler: str, ok: bool = True, drivers=(), unreached=
 # ---------------------------------------------------------------------------- the group
 
 def test_the_group_is_the_21_specs_in_file_order_each_once():
-    entries = group.entries()
+    entries = suite.entries()
     numbers = sorted(e.spec.number for e in entries)
     assert numbers == list(range(1, 22))
     lines = [e.spec.line for e in sorted(entries, key=lambda e: e.spec.number)]
@@ -38,12 +38,12 @@ def test_the_group_is_the_21_specs_in_file_order_each_once():
     # a spec the real CA cannot drive says why, and one it can says how
     assert all(bool(e.needs_fake) != bool(e.spec.real) for e in entries)
     assert {e.spec.number for e in entries if e.needs_fake} == {7, 8, 10, 16}
-    assert group.names((6, 14)) == [e.scenario for e in entries if e.spec.number in (6, 14)]
+    assert suite.names((6, 14)) == [e.scenario for e in entries if e.spec.number in (6, 14)]
 
 
 def test_each_scenarios_docstring_quotes_its_spec_and_names_its_line():
     from scenarios.kit import catalogue
-    for e in group.entries():
+    for e in suite.entries():
         doc = " ".join((catalogue.by_name()[e.scenario].run.__doc__ or "").split())
         assert f'spec {e.spec.number}, "{e.spec.title}" (provisioning_test.go:{e.spec.line})' in doc, e.scenario
 
@@ -68,8 +68,8 @@ def test_each_spec_quotes_the_title_at_its_line_of_kueues_file():
     lines = upstream_its()
     its = sorted(n for n, text in lines.items() if "ginkgo.It(" in text)
     assert len(its) == 21, its                          # the extract holds the file's 21 specs
-    assert sorted(e.spec.line for e in group.entries()) == its, "each spec is one ginkgo.It( of the file, each once"
-    for e in group.entries():
+    assert sorted(e.spec.line for e in suite.entries()) == its, "each spec is one ginkgo.It( of the file, each once"
+    for e in suite.entries():
         text = lines[e.spec.line] + " " + lines[e.spec.line + 1]
         assert f'"{e.spec.title}"' in text, (e.spec.number, e.spec.title, text)
 
@@ -175,7 +175,7 @@ def test_what_a_spec_declares_is_how_it_is_driven_never_what_the_autoscaler_answ
     contradict it (spec 9 once declared CapacityIsProvisioned where the run saw CapacityIsFound)."""
     outcome = re.compile(r"=(True|False)|CapacityIs\w+|CapacityBooking\w+|\b(Accepted|Provisioned|Failed|"
                          r"BookingExpired|CapacityRevoked)\b")
-    for e in group.entries():
+    for e in suite.entries():
         for text in (e.spec.fake, e.spec.real):
             assert not outcome.search(text), (e.spec.number, text)
 

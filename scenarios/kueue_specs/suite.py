@@ -1,17 +1,25 @@
-"""A run of the group kueue-specs under one autoscaler: its scenarios in the catalogue's order, then the pools
-drained; the SpecResults by spec number.  `tau-demo kueue-specs` runs it under the fake, then under the real
-Cluster Autoscaler (never both at once), and writes docs/kueue-specs.md; the cluster tests run it too."""
+"""`tau-demo kueue-specs`, the suite and its results table: the group kueue-specs run under each autoscaler asked
+for (the fake, then the real Cluster Autoscaler, never both at once: `run_each`), each run its scenarios in the
+catalogue's order, then the pools drained (`run`); the table (`table`, pure) and, with both autoscalers and every
+spec, docs/kueue-specs.md written.  `kueue_specs()` reads as its steps; cli/kueue_specs.py keeps only the arguments
+and the printing; the cluster tests run `run` too."""
 
 from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from demo.toolchain import versions
 from k8s import heartbeat
 from k8s.keys import FAKE_CA_LEASE, REAL_CA_LEASE
+from k8s.paths import REPO
 
 from ..kit import catalogue, runner
 from ..kit.controllers import stop_started
 from ..kit.harness import Context, ScenarioFailed
 from . import GROUPS
+from . import table
 from .table import Entry, SpecResult
 
 GROUP = GROUPS[0].name
@@ -95,3 +103,39 @@ def run_each(kubeconfig: str | None, context: str | None, autoscalers: list[str]
         except ScenarioFailed as e:
             raise NotRun(str(e)) from e
     return summaries, results
+
+
+@dataclass
+class SuiteRun:
+    """What the suite found: the results table's rows, the summary (autoscaler, scenario, passed, detail) and the
+    table written, if it was (with both autoscalers and every spec)."""
+    rows: list[str]
+    summaries: list[tuple]
+    written: Path | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(ok is False for _, _, ok, _ in self.summaries)
+
+
+def kueue_specs(kubeconfig: str | None, context: str | None, autoscaler: str, only: tuple[int, ...] | list[int],
+                output: str) -> SuiteRun:
+    """Run the specs (`only`, or all) under the autoscaler(s) asked for (fake, real or both), tabulate them and, with
+    both and every spec, write the table to `output`.  NotRun says why a run could not start or end."""
+    started = time.time()
+    summaries, results = run_each(kubeconfig, context, runner.autoscalers_of(autoscaler), list(only))
+    chosen = [e for e in entries() if not only or e.spec.number in only]
+    outcome = SuiteRun(table.rows(chosen, results), summaries)
+    if autoscaler == runner.BOTH and not only:
+        outcome.written = write_table(output, chosen, results, time.time() - started)
+    return outcome
+
+
+def write_table(output: str, chosen: list[Entry], results: dict[str, dict[int, SpecResult]], took: float) -> Path:
+    """docs/kueue-specs.md (or `output`) from this run: the command, when, both autoscalers' settings, the table."""
+    settings_lines = [settings("fake"), settings("real"),
+                      f"run took {took:.0f}s (both autoscalers, the pools drained after each)"]
+    out = Path(output) if Path(output).is_absolute() else REPO / output
+    out.write_text(table.markdown("tau-demo kueue-specs --autoscaler both", time.strftime("%Y-%m-%d %H:%M %Z"),
+                                  settings_lines, chosen, results))
+    return out
