@@ -57,7 +57,7 @@ from k8s.keys import DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DECISION_TI
 from k8s.objects import annotations, created_at, labels, meta, parse_time, revision
 from k8s.paths import REPO
 from k8s.resources import JOB, PROVREQ, WORKLOAD
-from k8s.tape import Seen, Tape
+from k8s.tape import Delivered, Tape
 from k8s.watch import Event
 from scenarios.kit.controllers import start_private, stop_started
 from scenarios.kit.harness import NS, Context, ScenarioFailed
@@ -90,16 +90,16 @@ def controller_uid(obj: dict) -> str | None:
                  if r.get("kind") == "Job" and r.get("controller")), None)
 
 
-def by_owner(seen: list[Seen]) -> dict[str, list[Seen]]:
+def by_owner(seen: list[Delivered]) -> dict[str, list[Delivered]]:
     """The Workloads' changes grouped by the uid of the Job that owns each (pure)."""
-    out: dict[str, list[Seen]] = defaultdict(list)
+    out: dict[str, list[Delivered]] = defaultdict(list)
     for change in seen:
         if (uid := controller_uid(change[2])) is not None:
             out[uid].append(change)
     return out
 
 
-def first_committed(seen: list[Seen]) -> float | None:
+def first_committed(seen: list[Delivered]) -> float | None:
     """When a change first carried the committed timeout (pure): the arrival the latency is measured to."""
     return next((t for t, typ, wl in seen if typ != Event.DELETED and workloads.committed_timeout(wl)), None)
 
@@ -129,11 +129,11 @@ class DeadlineEvents:
         self.wls.__exit__(*exc)
         self.jobs.__exit__(*exc)
 
-    def wl_events(self) -> dict[str, list[Seen]]:
+    def wl_events(self) -> dict[str, list[Delivered]]:
         """Every Workload change so far, by the uid of the Job that owns it."""
         return by_owner(list(self.wls.changes))
 
-    def job_events(self, name: str) -> list[Seen]:
+    def job_events(self, name: str) -> list[Delivered]:
         return self.jobs.of(name)
 
     def committed(self, uids: list[str]) -> dict[str, float] | None:

@@ -39,10 +39,10 @@ def main() -> None:
     todo: queue.Queue = queue.Queue()
     stop = threading.Event()
 
-    def seen(typ: Event, pr: dict) -> None:
+    def arrived(typ: Event, pr: dict) -> None:
         if typ == Event.ADDED and not (pr.get("status") or {}).get("conditions"):
             todo.put(pr)
-    w = Watch(k, R.PROVREQ, seen, timeout_seconds=30)
+    w = Watch(k, R.PROVREQ, arrived, timeout_seconds=30)
     start_synced([w])
     print("caches synced; ready", flush=True)
     n = 0

@@ -1,7 +1,7 @@
 """The ceiling the deadline controller's burst is measured against (`python -m bench.deadline_latency --versus-ideal`): a
 client with the controller's concurrency (its 16 workers) that, at each Job's deadline, makes exactly the controller's
 writes for a timeout (the commit on the Workload, guarded by the version it read, then the mirror and the cleanup
-time on the Job) and nothing else: no protocol, no re-reads, no checks.  Like the controller's urgent lane, a worker
+time on the Job) and nothing else: no protocol, no re-reads, no checks.  Like the controller's urgent tier, a worker
 takes a due commit before any mirror: every commit of a burst is sent before the first mirror (a worker already
 mirroring finishes that Job first).  The deadlines come from the Jobs' annotations as the controller reads them
 (demo/deadline/protocol.py), the Workloads from a watch.

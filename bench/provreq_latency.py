@@ -33,7 +33,7 @@ from k8s.keys import (BEST_EFFORT_ATOMIC, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE
 from k8s.objects import is_true, name as name_of
 from k8s.paths import POOLS_FILE, REPO
 from k8s.pools import load_pools, pools_to_configmap
-from k8s.tape import Seen, Tape
+from k8s.tape import Delivered, Tape
 from k8s.watch import Event
 from scenarios.kit.harness import ScenarioFailed
 
@@ -72,7 +72,7 @@ def restore_status(k: Kube, before: dict | None) -> None:
             field_manager=FAKE_CA_FIELD_MANAGER)
 
 
-def provisioned_at(seen: list[Seen]) -> dict[str, float]:
+def provisioned_at(seen: list[Delivered]) -> dict[str, float]:
     """When each request was first seen Provisioned=True, from its tape's changes (pure)."""
     out: dict[str, float] = {}
     for t, typ, pr in seen:
@@ -81,7 +81,7 @@ def provisioned_at(seen: list[Seen]) -> dict[str, float]:
     return out
 
 
-def added_at(seen: list[Seen]) -> list[float]:
+def added_at(seen: list[Delivered]) -> list[float]:
     """When each node was first seen added, in order, from its tape's changes (pure)."""
     out: dict[str, float] = {}
     for t, typ, node in seen:

@@ -28,7 +28,7 @@ from k8s.client import Kube
 from k8s.keys import DEMO_NAMESPACE, FAKE_CA_LEASE, JOB_NAME_LABEL, POOL_LABEL, REAL_CA_LEASE
 from k8s.objects import labels, name as name_of
 from k8s.resources import NODE, POD
-from k8s.tape import Seen
+from k8s.tape import Delivered
 from k8s.watch import Event
 from scenarios.kit.controllers import start_private, stop_started
 from scenarios.kit.harness import Context
@@ -39,7 +39,7 @@ from .common import median
 POOLS_EMPTY_TIMEOUT = 60.0      # seconds for the deleted pool nodes to go
 
 
-def all_running_at(seen: list[Seen], pods: int) -> float | None:
+def all_running_at(seen: list[Delivered], pods: int) -> float | None:
     """When the last of `pods` pods was first seen Running, from a tape's changes (pure); None before that."""
     running: dict[str, float] = {}
     for t, typ, pod in seen:

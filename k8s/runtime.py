@@ -30,15 +30,15 @@ class WorkQueue:
     being processed is never handed to a second worker (added meanwhile, it is handed out again when
     the first worker calls done); add(key, after) keeps only the earliest pending timer of a key.
 
-    Two lanes: keys added with urgent=True (directly or by their timer) are handed out before all
+    Two tiers: keys added with urgent=True (directly or by their timer) are handed out before all
     others, so time-critical work is not queued behind routine work.  `clock` (seconds, monotonic) says when a
     timer is due: a test's fake time."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
         self._cv = threading.Condition()
-        self._lanes: tuple[deque[str], deque[str]] = (deque(), deque())   # urgent, normal
-        self._queued: dict[str, bool] = {}          # key waiting in a lane -> urgent?
+        self._tiers: tuple[deque[str], deque[str]] = (deque(), deque())   # urgent, normal
+        self._queued: dict[str, bool] = {}          # key waiting in a tier -> urgent?
         self._processing: set[str] = set()          # handed out, done() not called yet
         self._dirty: dict[str, bool] = {}           # added while processing -> urgent?; queued at done()
         self._timers: list[tuple[float, str]] = []  # heap of (due, key); entries not in _due are stale
@@ -61,14 +61,14 @@ class WorkQueue:
         if key in self._processing:
             self._dirty[key] = self._dirty.get(key, False) or urgent
         elif key not in self._queued or (urgent and not self._queued[key]):
-            self._queued[key] = urgent                  # an entry left in the normal lane is now stale
-            self._lanes[0 if urgent else 1].append(key)
+            self._queued[key] = urgent                  # an entry left in the normal tier is now stale
+            self._tiers[0 if urgent else 1].append(key)
             self._cv.notify()
 
     def _pop(self) -> str | None:
-        for urgent, lane in zip((True, False), self._lanes):
-            while lane:
-                key = lane.popleft()
+        for urgent, tier in zip((True, False), self._tiers):
+            while tier:
+                key = tier.popleft()
                 if self._queued.get(key) is urgent:
                     del self._queued[key]
                     return key

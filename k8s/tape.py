@@ -10,9 +10,14 @@ recorded data (a unit test feeds them recorded events):
 - `versions(changes, name)`: every version of one object as the watch delivered it, as samples (time, object);
 - `by_revision(changes)`: the changes in etcd's order (resourceVersion, one counter across every kind): two
   watches deliver in an order of arrival that proves nothing about the order of the writes;
-- `seen(ask, grace)`: `ask()`'s answer, given up to `grace` seconds to come: what a controller has just written
-  (its own report, a live read, a hook that paused it right after its patch) reaches the apiserver before it
-  reaches a watch.  The watch-lag grace is this one wait, WATCH_LAG by default.
+- `within_lag(ask, grace)`: `ask()`'s answer, given up to `grace` seconds to come: what a controller has just
+  written (its own report, a live read, a hook that paused it right after its patch) reaches the apiserver before
+  it reaches a watch.  The watch-lag grace is this one wait, WATCH_LAG by default; `Tape.seen(pred)` is `first`
+  given it.
+
+Each name means one thing: `first` when a predicate first held over samples (`first(samples, pred)`, and
+`.first(pred)` on a Tape or a Recorder over its own); `seen` that, given the watch lag (`.seen(pred)`); a change
+the watch delivered is a `Delivered`.
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ from .resources import NODE, Resource
 from .runtime import Store
 from .watch import Event, Watch, start_synced
 
-Seen = tuple[float, str, Obj]             # a change: (time seen, ADDED|MODIFIED|DELETED, the object)
+Delivered = tuple[float, str, Obj]        # a change: (time delivered, ADDED|MODIFIED|DELETED, the object)
 Taken = tuple[float, T]                    # a sample: (time taken, what the stores showed)
 
 WATCH_LAG = 10.0            # seconds a query waits for the watches to deliver what a faster channel already showed
-SEEN_INTERVAL = 0.1         # how often `seen` asks again
+LAG_INTERVAL = 0.1          # how often `within_lag` asks again
 SETTLE_QUIET = 0.5          # a tape that settles at its stop records on until no change came for this long,
 SETTLE_MAX = 2.0            # but no longer than this: what a faster channel just showed reaches it meanwhile
 
@@ -55,7 +60,7 @@ def ever(samples: Iterable[Taken[T]], pred: Callable[[T], object]) -> bool:
     return first_sample(samples, pred) is not None
 
 
-def named(changes: Iterable[Seen], name: str | None = None, prefix: str | None = None) -> list[Seen]:
+def named(changes: Iterable[Delivered], name: str | None = None, prefix: str | None = None) -> list[Delivered]:
     """The changes of the object `name` (or of every object whose name starts with `prefix`), in arrival order."""
     out = []
     for c in changes:
@@ -65,20 +70,20 @@ def named(changes: Iterable[Seen], name: str | None = None, prefix: str | None =
     return out
 
 
-def versions(changes: Iterable[Seen], name: str) -> list[Taken[Obj]]:
+def versions(changes: Iterable[Delivered], name: str) -> list[Taken[Obj]]:
     """Every version of the object `name` the watch delivered (its deletion is no version): (time, object)."""
     return [(t, o) for t, typ, o in named(changes, name) if typ != Event.DELETED]
 
 
-def by_revision(changes: Iterable[Seen]) -> list[Seen]:
+def by_revision(changes: Iterable[Delivered]) -> list[Delivered]:
     """The changes in the order etcd made them (by resourceVersion; equal ones keep their order of arrival)."""
     return sorted(changes, key=lambda c: revision(c[2]))
 
 
-def seen(ask: Callable[[], T], grace: float = WATCH_LAG, *, clock: Callable[[], float] = time.monotonic,
+def within_lag(ask: Callable[[], T], grace: float = WATCH_LAG, *, clock: Callable[[], float] = time.monotonic,
          sleep: Callable[[float], object] = time.sleep) -> T:
     """ask()'s first truthy answer within `grace` seconds (the watch-lag grace), else its last answer."""
-    return eventually(ask, grace, interval=SEEN_INTERVAL, clock=clock, sleep=sleep)
+    return eventually(ask, grace, interval=LAG_INTERVAL, clock=clock, sleep=sleep)
 
 
 # ---------------------------------------------------------------------------- the recording (I/O)
@@ -106,7 +111,7 @@ class Tape(Generic[T]):
         self.project, self.interval, self.keep = project, interval, keep
         self.on_sample, self.on_tick, self.on_change, self.on_list = on_sample, on_tick, on_change, on_list
         self.stores: dict[str, Store] = {r.plural: self._store(r) for r in self.kinds}
-        self.changes: list[Seen] = []
+        self.changes: list[Delivered] = []
         self.samples: list[Taken[T]] = []
         self.watches: list[Watch] = []
         self.settle = settle         # at the stop, record on until the watches are quiet (SETTLE_QUIET, SETTLE_MAX)
@@ -130,7 +135,7 @@ class Tape(Generic[T]):
 
     def __exit__(self, *exc) -> None:
         if self.settle and self.watches:
-            eventually(lambda: self.clock() - self.last_change >= SETTLE_QUIET, SETTLE_MAX, SEEN_INTERVAL,
+            eventually(lambda: self.clock() - self.last_change >= SETTLE_QUIET, SETTLE_MAX, LAG_INTERVAL,
                        clock=self.clock, **({} if self.sleep is None else {"sleep": self.sleep}))
         self._stop.set()
         if self._ticker.is_alive():
@@ -201,9 +206,9 @@ class Tape(Generic[T]):
     def seen(self, pred: Callable[[T], object], grace: float = WATCH_LAG, *,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> float | None:
         """When pred first held, given up to `grace` seconds for the watches to deliver it; None if still not."""
-        return seen(lambda: self.first(pred), grace, clock=clock, sleep=sleep)
+        return within_lag(lambda: self.first(pred), grace, clock=clock, sleep=sleep)
 
-    def of(self, name: str | None = None, prefix: str | None = None) -> list[Seen]:
+    def of(self, name: str | None = None, prefix: str | None = None) -> list[Delivered]:
         return named(list(self.changes), name, prefix)
 
     def versions(self, name: str) -> list[Taken[Obj]]:

@@ -20,8 +20,8 @@ still show, which can only make it later, never past the outer bound.  A request
 counts as none (for the moment of the cache's lag); the commit is guarded by the Workload's resourceVersion as
 before, whatever the rule said.
 
-A deadline is a timer that fires at the deadline into the queue's urgent lane, which is served
-before everything else; after a commit the key's owner steps go to the normal lane, so the commits
+A deadline is a timer that fires at the deadline into the queue's urgent tier, which is served
+before everything else; after a commit the key's owner steps go to the normal tier, so the commits
 of Workloads whose deadlines pass together are not held up by the mirrors of the first ones.  The
 legacy protocol reads live, as before: it exists only to reproduce the reviewed design's bug.
 """
@@ -181,13 +181,13 @@ class DeadlineController:
         if self.protocol == "legacy":
             return self._reconcile_legacy(key)
         if self._commit_step(key):
-            return 0.0          # the owner steps come after the commits that are due (the urgent lane)
+            return 0.0          # the owner steps come after the commits that are due (the urgent tier)
         return self._owner_steps(key)
 
     def _commit_step(self, key: str) -> bool:
         """Step 1 on the cached state; after a 409 (or a 404) read live and decide again.  True when it
         committed just now.  A deadline still ahead (or a commit still conflicting) is a timer in the
-        queue's urgent lane, so commits that are due go before routine work."""
+        queue's urgent tier, so commits that are due go before routine work."""
         live = False
         for attempt in range(self.conflict_retries):
             job, wl = self.read_live(key) if live else self.cached(key)

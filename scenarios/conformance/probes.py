@@ -637,11 +637,11 @@ def run_steps(ctx: Context, probe: Probe, under: Under, pools: dict[str, Pool], 
                             f"{limit or under.answer_timeout:.0f}s"
                 return
         elif step.action == "until":
-            def seen() -> bool:
+            def answered_yet() -> bool:
                 probe_rec = Record(probe.name, under.kind)
                 w.record_into(probe_rec)
                 return select(probe_rec, step.selector) is not None
-            _wait(w, seen, limit)           # not happening is an outcome: the comparison shows it
+            _wait(w, answered_yet, limit)           # not happening is an outcome: the comparison shows it
         elif step.action == "pod":
             for label in step.labels:
                 _start_pod(k, probe, by_label.get(label), label, pools)

@@ -1,9 +1,9 @@
-"""Every scenario and every group, read from the records the story families declare (`SCENARIOS` and `GROUPS`,
-see record.py).
+"""Every scenario and every group, read from what the story families declare (`SCENARIOS` and `GROUPS`, see
+scenario.py).
 
 The runner, `tau-demo scenario list`, `./scenario.sh` and the cluster tests all read this.  A new scenario is one
-record in its story's module; a new story module is found by itself (every module of the scenarios package is
-looked at).  A new group is one record in its family's `GROUPS` and its name in GROUP_ORDER.
+`Scenario` in its story's module; a new story module is found by itself (every module of the scenarios package is
+looked at).  A new group is one `Group` in its family's `GROUPS` and its name in GROUP_ORDER.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pkgutil
 from functools import lru_cache
 from pathlib import Path
 
-from .record import Group, Scenario
+from .scenario import Group, Scenario
 
 # The groups in the order `tau-demo scenario list` shows them; the walkthrough groups among them make up "all", in
-# this order.  Each group's record is its family's (`GROUPS`: what it is, and what the runner asks of it).
+# this order.  Each `Group` is declared by its family (`GROUPS`: what it is, and what the runner asks of it).
 GROUP_ORDER = ("success", "timeout", "race", "beyond", "upstream", "kueue-specs", "taucluster", "multikueue")
 ALL = "all"     # the walkthrough
 
@@ -27,7 +27,7 @@ class CatalogueError(RuntimeError):
 
 def _story_modules() -> list:
     """Every module of the scenarios package.  The one import by name in the project: it imports only the
-    scenarios' own modules (the families' above this kit among them, which is how the kit reads their records
+    scenarios' own modules (the families' above this kit among them, which is how the kit reads their declarations
     without importing them), each of which tests/unit/test_layers.py parses like any other, so no dependency is
     hidden."""
     names = sorted(m.name for m in pkgutil.walk_packages([str(Path(__file__).parents[1])], "scenarios."))
@@ -43,7 +43,7 @@ def all_groups() -> tuple[Group, ...]:
 
 
 def order_groups(found: list[Group]) -> tuple[Group, ...]:
-    """The group records in GROUP_ORDER (pure); CatalogueError unless each name there is declared exactly once."""
+    """The groups in GROUP_ORDER (pure); CatalogueError unless each name there is declared exactly once."""
     names = [g.name for g in found]
     if sorted(names) != sorted(GROUP_ORDER):
         raise CatalogueError(f"the groups the families declare ({', '.join(names)}) are not those of "
@@ -61,7 +61,7 @@ def scenarios() -> tuple[Scenario, ...]:
 
 
 def check(found: list[Scenario]) -> tuple[Scenario, ...]:
-    """The records in catalogue order; CatalogueError for a duplicate name or an undeclared group (pure)."""
+    """The scenarios in catalogue order; CatalogueError for a duplicate name or an undeclared group (pure)."""
     order = {g: i for i, g in enumerate(GROUP_ORDER)}
     names: set[str] = set()
     for s in found:

@@ -1,4 +1,4 @@
-"""How a run of scenarios goes: connect, make sure the controllers run, run each scenario (records from
+"""How a run of scenarios goes: connect, make sure the controllers run, run each scenario (declared in
 catalogue.py), summarise.  `tau-demo scenario run` and `scenario.sh` are thin wrappers around this.
 
 Side by side: the walkthrough's scenarios run at once, each in a thread of its own with a context of its own
@@ -32,7 +32,7 @@ from demo.realca import exclusion
 from . import catalogue
 from .controllers import ensure_controller, stop_started
 from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
-from .record import Scenario
+from .scenario import Scenario
 
 AUTOSCALERS = ("fake", "real")
 BOTH = "both"                                    # the products' choice: the fake, then the real one, never together
@@ -102,8 +102,8 @@ def lane_of_scenario(scenario: Scenario, side_by_side: bool) -> Lane:
 
 def missing_lanes(ctx: Context, names: list[str]) -> list[str]:
     """The lanes the chosen scenarios would need side by side that this cluster does not have (their LocalQueue)."""
-    records = catalogue.by_name()
-    want = [lane_of(n) for n in names if records[n].lane]
+    declared = catalogue.by_name()
+    want = [lane_of(n) for n in names if declared[n].lane]
     return [f"{lane.namespace}/{lane.profile}" for lane in want
             if ctx.k.get_or_none(LOCAL_QUEUE, lane.profile, lane.namespace) is None]
 
@@ -186,14 +186,14 @@ def run_scenarios(ctx: Context, names: list[str], side_by_side: bool = False,
     """(name, passed, detail) per scenario, in the order given.  Serial: one after another, their output as it
     comes.  Side by side: all at once, each one's output shown whole, in order, as soon as it and those before
     it have finished; `progress(text)` (a terminal's status line) says meanwhile what runs."""
-    records = catalogue.by_name()
+    declared = catalogue.by_name()
     if not side_by_side:
-        return [run_one(ctx.child(lane_of_scenario(records[n], False), out=ctx.out), records[n]) for n in names]
-    children = {n: ctx.child(lane_of_scenario(records[n], True)) for n in names}
+        return [run_one(ctx.child(lane_of_scenario(declared[n], False), out=ctx.out), declared[n]) for n in names]
+    children = {n: ctx.child(lane_of_scenario(declared[n], True)) for n in names}
     t0 = time.monotonic()
     summary = []
     with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scenario") as pool:
-        futures = {n: pool.submit(run_one, children[n], records[n]) for n in names}
+        futures = {n: pool.submit(run_one, children[n], declared[n]) for n in names}
         for n in names:
             while progress is not None and not futures[n].done():
                 running = [m for m in names if not futures[m].done()]
@@ -213,8 +213,8 @@ def run_chosen(ctx: Context, chosen: list[str], side_by_side: bool, progress=Non
     shows a status line meanwhile), then the rest one after another.  The runner's summary, in `chosen`'s order
     of groups."""
     walk = {g.name for g in catalogue.all_groups() if g.walkthrough}
-    records = catalogue.by_name()
-    side = [n for n in chosen if records[n].group in walk] if side_by_side else []
+    declared = catalogue.by_name()
+    side = [n for n in chosen if declared[n].group in walk] if side_by_side else []
     missing = missing_lanes(ctx, side) if len(side) > 1 else []
     if missing:
         ctx.say(f"Side by side needs a lane per scenario, which this cluster lacks ({', '.join(missing[:3])}"

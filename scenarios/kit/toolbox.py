@@ -32,7 +32,7 @@ from k8s.tape import Tape
 from k8s.watch import Watch as BackgroundWatch
 
 from .harness import NAMESPACES, NS, Context, ScenarioFailed
-from .record import Report
+from .scenario import Report
 
 
 AUTOSCALER_MANAGERS = frozenset({CA_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER})     # who may write a request's conditions

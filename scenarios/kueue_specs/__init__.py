@@ -2,7 +2,7 @@
 test/integration/singlecluster/controller/admissionchecks/provisioning/provisioning_test.go, where an
 autoscaler (the fake, or the real Cluster Autoscaler 1.36.1) writes every condition the spec sets by hand."""
 
-from ..kit.record import Group
+from ..kit.scenario import Group
 
 GROUPS = (Group("kueue-specs", "Kueue v0.19.2's own provisioning specs, driven end to end by an autoscaler",
                 walkthrough=False),)

@@ -24,7 +24,7 @@ from k8s.resources import ADMISSION_CHECK, POD_TEMPLATE, PROVREQ_CONFIG
 from k8s.poll import eventually
 
 from ..kit.harness import Context
-from ..kit.record import Scenario, Spec
+from ..kit.scenario import Scenario, Spec
 from .kit import SpecEnv, check_entry, flavor_spec, gpu_group, pools
 from .quota import podset, strip
 

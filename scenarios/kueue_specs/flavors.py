@@ -23,7 +23,7 @@ from k8s.objects import is_true, meta
 from k8s.poll import eventually
 
 from ..kit.harness import Context
-from ..kit.record import Scenario, Spec
+from ..kit.scenario import Scenario, Spec
 from .kit import SpecEnv, check_entry, fast_boot, flavors_of, quota
 
 HIGH = 1000
@@ -75,7 +75,7 @@ def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: boo
         ctx.step("A high-priority job2 (750m) needs flavor-1: Kueue preempts wl1, which fits flavor-2")
         wl2 = env.job("job2", duration="120s", requests={"cpu": "750m"}, params=fast_boot(ctx),
                       priority=f"{env.name}-high").workload
-        seen2 = env.seen(wl2, lambda w: workloads.quota_reserved(w) and not workloads.admitted(w), 60)
+        seen2 = env.seen_at(wl2, lambda w: workloads.quota_reserved(w) and not workloads.admitted(w), 60)
         ctx.check(seen2 is not None, "wl2 got its quota (QuotaReserved, not yet admitted)")
         if ac2:
             pr2 = env.request_name(wl1, 1, ac2)
@@ -85,7 +85,7 @@ def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: boo
         again = eventually(lambda: (w := env.get(wl1)) is not None and workloads.admitted(w)
                            and flavors_of(w) == [want2] and w, 90)
         ctx.check(bool(again), f"wl1 is admitted again, on flavor-2: {flavors_of(env.get(wl1))}")
-        ctx.check(env.seen(wl1, workloads.evicted) is not None, "wl1 was evicted (preempted) in between")
+        ctx.check(env.seen_at(wl1, workloads.evicted) is not None, "wl1 was evicted (preempted) in between")
         if ac2:
             ctx.check(check_entry(env.get(wl1), ac2).get("state") == CheckState.READY, f"wl1's check {ac2} is Ready")
         cleared = eventually(lambda: not check_entry(env.get(wl1), ac1), 30)

@@ -33,10 +33,10 @@ from k8s.paths import POOLS_FILE
 from k8s.resources import NAMESPACE, POD, PROVREQ, WORKLOAD
 from k8s.watch import Event
 from k8s.poll import eventually
-from k8s.tape import WATCH_LAG, first, first_sample, seen
+from k8s.tape import WATCH_LAG, first_sample, within_lag
 
 from ..kit.harness import Context
-from ..kit.record import Spec
+from ..kit.scenario import Spec
 from ..kit import toolbox
 from ..kit.toolbox import AUTOSCALER_MANAGERS
 from .table import SOURCE, SpecResult
@@ -249,19 +249,20 @@ class SpecEnv:
         pods = self.ctx.k.list(POD, SPECS_NAMESPACE, label_selector=f"{JOB_NAME_LABEL}={meta(job)['name']}")[0]
         return [p for p in pods if spec_of(p).get("nodeName")]
 
-    def first(self, workload: str, pred: Callable[[dict], object]) -> float | None:
-        """When the watch first saw a version of the Workload for which pred holds (None: never)."""
-        return first(self.wls.versions(workload), pred)
+    def versions(self, workload: str) -> list[tuple[float, dict]]:
+        """Every version of the Workload the watch delivered, as samples: `first(env.versions(wl), pred)` asks when
+        pred first held of it (k8s/tape.py's query set)."""
+        return self.wls.versions(workload)
 
-    def first_seen(self, workload: str, pred: Callable[[dict], object],
-                   grace: float = WATCH_LAG) -> tuple[float, dict] | None:
-        """The first version of the Workload the watch saw for which pred holds, and when, given the watch-lag
-        grace to deliver a version a live read has already shown (k8s/tape.py seen); None if it still has not."""
-        return seen(lambda: first_sample(self.wls.versions(workload), pred), grace)
+    def version_seen(self, workload: str, pred: Callable[[dict], object],
+                     grace: float = WATCH_LAG) -> tuple[float, dict] | None:
+        """The first version of the Workload the watch delivered for which pred holds, and when, given the watch-lag
+        grace to deliver a version a live read has already shown (k8s/tape.py within_lag); None if it still has not."""
+        return within_lag(lambda: first_sample(self.versions(workload), pred), grace)
 
-    def seen(self, workload: str, pred: Callable[[dict], object], grace: float = WATCH_LAG) -> float | None:
-        """When: `first_seen`'s time, or None."""
-        got = self.first_seen(workload, pred, grace)
+    def seen_at(self, workload: str, pred: Callable[[dict], object], grace: float = WATCH_LAG) -> float | None:
+        """When: `version_seen`'s time, or None."""
+        got = self.version_seen(workload, pred, grace)
         return got[0] if got else None
 
     def created(self, prefix: str) -> list[str]:
@@ -322,7 +323,7 @@ class SpecEnv:
         eviction metric counted once (Deactivated, AdmissionCheck)."""
         got = self.wait_for(wl, lambda w: not workloads.active(w), 30, "Kueue to deactivate the Workload")
         self.ctx.check(not workloads.active(got), "the Workload is deactivated (spec.active=false)")
-        rejected = self.seen(wl, lambda w: check_entry(w, check).get("state") == CheckState.REJECTED)
+        rejected = self.seen_at(wl, lambda w: check_entry(w, check).get("state") == CheckState.REJECTED)
         got = self.wait_for(wl, lambda w: check_entry(w, check).get("message") == RESET_AFTER_REJECTED, 30,
                             "the check to be reset")
         entry = check_entry(got, check)
@@ -359,7 +360,7 @@ class SpecEnv:
         self.ctx.check(gone is not None, f"request {name} (attempt {attempt}) deleted")
         following = self.request_name(wl, attempt + 1, check)
         self.wait_request(following, timeout=60, what=f"attempt {attempt + 1}")
-        requeued = self.seen(wl, lambda w: is_true(w, REQUEUED)
+        requeued = self.seen_at(wl, lambda w: is_true(w, REQUEUED)
                              and (condition(w, REQUEUED) or {}).get("reason") == REQUEUED_BACKOFF_FINISHED)
         self.ctx.check(requeued is not None, f"requeued after the backoff (Requeued=True/{REQUEUED_BACKOFF_FINISHED}); "
                                              f"attempt {attempt + 1} made: {following}")

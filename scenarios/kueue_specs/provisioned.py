@@ -42,7 +42,7 @@ from k8s.resources import PROVREQ
 from k8s.poll import eventually
 
 from ..kit.harness import Context
-from ..kit.record import Scenario, Spec
+from ..kit.scenario import Scenario, Spec
 from .kit import SpecEnv, after_by_revision, check_entry, fast_boot, reason_of
 
 WINDOW = 4.0               # seconds a state is watched for after the change that must not move it
@@ -94,7 +94,7 @@ def deleted_on_eviction(ctx: Context) -> None:
         env.job("high", gpus=16, priority=f"{env.name}-high")
         got = env.wait_for(wl, lambda w: workloads.evicted(w), 30, "the eviction")
         ctx.check(workloads.evicted_for(got, EVICTED_BY_PREEMPTION), f"Evicted={reason_of(got, EVICTED)}")
-        ctx.check(*deleted_after(env, name, env.first_seen(wl, workloads.evicted), "the eviction"))
+        ctx.check(*deleted_after(env, name, env.version_seen(wl, workloads.evicted), "the eviction"))
 
 
 def deleted_after(env: SpecEnv, name: str, event: tuple[float, dict] | None, what: str) -> tuple[bool, str]:
@@ -122,7 +122,7 @@ def provisioned_ready(ctx: Context) -> None:
         env.driven(name, ACCEPTED)
         env.driven(name, PROVISIONED)
         message = (condition(pending, PROVISIONED) or {}).get("message", "")
-        shown = env.seen(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
+        shown = env.seen_at(wl, lambda w: check_entry(w, check).get("state") == CheckState.PENDING
                          and check_entry(w, check).get("message") == message, 15)
         ctx.check(is_true(pending, ACCEPTED) and shown is not None,
                   f"the check is Pending with the request's message {message!r}")
@@ -130,7 +130,7 @@ def provisioned_ready(ctx: Context) -> None:
         got = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 90, "the check to be Ready")
         ready = env.wait_request(name, lambda p: is_true(p, PROVISIONED), 10, "Provisioned=True")
         env.drivers.append(f"then Provisioned=True/{(condition(ready, PROVISIONED) or {}).get('reason')}")
-        ctx.check(env.seen(blocker.workload, workloads.finished) is not None, "the first Job finished before")
+        ctx.check(env.seen_at(blocker.workload, workloads.finished) is not None, "the first Job finished before")
         updates = check_entry(got, check).get("podSetUpdates")
         ctx.check(updates == pod_annotations(name, BEST_EFFORT_ATOMIC), f"the check is Ready with podSetUpdates {updates}")
         ctx.check(eventually(lambda: workloads.admitted(env.get(wl)), 10), "the Workload is admitted")
@@ -149,7 +149,7 @@ def deleted_on_finish(ctx: Context) -> None:
         ready = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
         ctx.check(check_entry(ready, check).get("state") == CheckState.READY, "the check is Ready")
         done = env.wait_for(wl, workloads.finished, 90, "the Job to finish")
-        ctx.check(*deleted_after(env, name, env.first_seen(wl, workloads.finished),
+        ctx.check(*deleted_after(env, name, env.version_seen(wl, workloads.finished),
                                  f"Finished={reason_of(done, FINISHED)}"))
         now = env.get(wl)
         ctx.check(workloads.active(now) and not workloads.deactivated(now),

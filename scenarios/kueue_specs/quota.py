@@ -26,11 +26,12 @@ from k8s import workload as workloads
 from k8s.keys import (CHECK_CAPACITY, KUEUE_MANAGED_LABEL, NO_REQUEST_NEEDED, PARAM_VALID_UNTIL, PROVREQ_PARAM_PREFIX,
                       QUOTA_RESERVED, CheckState, DEMO_POOL)
 from k8s.objects import condition, is_true, meta, spec
+from k8s.tape import first
 from k8s.resources import POD_TEMPLATE
 from k8s.watch import Event
 
 from ..kit.harness import Context
-from ..kit.record import Scenario, Spec
+from ..kit.scenario import Scenario, Spec
 from .kit import SpecEnv, after_by_revision, check_entry, flavor_spec, pools, reason_of
 
 EXAMPLE_RESOURCE = "example.org/res1"             # the suite's customResourceOne: no node has it
@@ -64,9 +65,9 @@ def no_request_before_quota(ctx: Context) -> None:
     with SpecEnv(ctx, SPEC_1) as env:
         check = env.standard(cls=CHECK_CAPACITY, gpus="1")
         ctx.step("Two 1-GPU Jobs into a ClusterQueue with quota for one GPU: the first gets it, the second waits")
-        first = env.job("first")
-        env.wait_for(first.workload, workloads.quota_reserved, 30, "the first Job's quota")
-        env.wait_request(first.request, what="the first Job's request")
+        first_job = env.job("first")
+        env.wait_for(first_job.workload, workloads.quota_reserved, 30, "the first Job's quota")
+        env.wait_request(first_job.request, what="the first Job's request")
         second = env.job("second")
         wl = second.workload
         env.wait_for(wl, lambda w: condition(w, QUOTA_RESERVED), 30, "the scheduler to look at the second Job")
@@ -74,7 +75,7 @@ def no_request_before_quota(ctx: Context) -> None:
         ctx.step(f"Watch the second Job's Workload for {WINDOW:.0f}s without quota")
         time.sleep(WINDOW)
         prefix = f"{wl}-{check}-"
-        ctx.check(env.first(wl, workloads.quota_reserved) is None,
+        ctx.check(first(env.versions(wl), workloads.quota_reserved) is None,
                   f"for {time.time() - started:.0f}s the second Workload has no quota: "
                   f"QuotaReserved={reason_of(env.get(wl), QUOTA_RESERVED)} "
                   f"({(condition(env.get(wl), QUOTA_RESERVED) or {}).get('message', '')[:80]})")
@@ -89,7 +90,7 @@ def no_request_before_quota(ctx: Context) -> None:
 
 def made_after_quota(env: SpecEnv, wl: str, prefix: str, what: str, why: str = "") -> tuple[bool, str]:
     """Was the first request named `prefix`* made after the Workload's quota was reserved?  (ok, what was seen)"""
-    quota = env.first_seen(wl, workloads.quota_reserved)
+    quota = env.version_seen(wl, workloads.quota_reserved)
     made = next(((t, o) for t, typ, o in env.prs.of(prefix=prefix) if typ == Event.ADDED), None)
     return after_by_revision(quota, made, f"{what} was made after the quota was reserved{why}",
                              f"quota seen: {quota is not None}, request seen: {made is not None}")

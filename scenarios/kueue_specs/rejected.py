@@ -29,9 +29,10 @@ import time
 from k8s import workload as workloads
 from k8s.keys import CAPACITY_REVOKED, FAILED, PARAM_REVOKE_AFTER, PARAM_REVOKE_UNPROVISIONED
 from k8s.objects import condition
+from k8s.tape import first
 
 from ..kit.harness import Context
-from ..kit.record import Scenario, Spec
+from ..kit.scenario import Scenario, Spec
 from .kit import SpecEnv, failing
 
 SPEC_6 = Spec(6, 380, "Should set the condition rejected when the provision fails",
@@ -80,7 +81,7 @@ def revoked_while_admitted(ctx: Context) -> None:
                                    "120s", **{PARAM_REVOKE_AFTER: "3"})
         wl, name = running.workload, running.request
         pr = env.wait_request(name, lambda p: condition(p, CAPACITY_REVOKED), 30, "the revocation")
-        admitted = env.seen(wl, workloads.admitted)
+        admitted = env.seen_at(wl, workloads.admitted)
         revoked = env.driven(name, CAPACITY_REVOKED)
         ctx.check(admitted is not None and revoked is not None and not workloads.finished(env.get(wl)),
                   "the Workload was admitted and not finished when the capacity was revoked")
@@ -101,7 +102,8 @@ def revoked_before_admission(ctx: Context) -> None:
         env.driven(name, CAPACITY_REVOKED)
         env.expect_deactivated(wl, check, (condition(pr, CAPACITY_REVOKED) or {}).get("message", ""))
         time.sleep(1)
-        ctx.check(env.first(wl, workloads.quota_reserved) is not None and env.first(wl, workloads.admitted) is None,
+        versions = env.versions(wl)
+        ctx.check(first(versions, workloads.quota_reserved) is not None and first(versions, workloads.admitted) is None,
                   "the Workload held quota and was never admitted")
 
 

@@ -26,10 +26,11 @@ from k8s import workload as workloads
 from k8s.keys import (BOOKING_EXPIRED, DEMO_POOL, EVICTED, EVICTED_BY_ADMISSION_CHECK, EXTERNAL_CHECK_CONTROLLER,
                       FAILED, PARAM_BOOKING_SECONDS, PROVISIONED, SPECS_NAMESPACE, CheckState)
 from k8s.objects import condition, is_true, revision
+from k8s.tape import first
 from k8s.resources import NODE
 
 from ..kit.harness import Context
-from ..kit.record import Scenario, Spec
+from ..kit.scenario import Scenario, Spec
 from ..kit import toolbox
 from .kit import SpecEnv, check_entry, failing, fast_boot, gpu_group, pools, reason_of
 
@@ -80,7 +81,7 @@ def checks_pending_after_eviction(ctx: Context) -> None:
         name = env.request_name(wl, 1)
         env.wait_request(name, lambda p: is_true(p, FAILED), 60, "attempt 1 to fail")
         env.driven(name, FAILED)
-        evicted = env.first_seen(wl, lambda w: workloads.evicted_for(w, EVICTED_BY_ADMISSION_CHECK), 30)
+        evicted = env.version_seen(wl, lambda w: workloads.evicted_for(w, EVICTED_BY_ADMISSION_CHECK), 30)
         ctx.check(evicted is not None, f"Evicted={reason_of(evicted and evicted[1], EVICTED)}")
         if evicted is None:
             return
@@ -91,7 +92,7 @@ def checks_pending_after_eviction(ctx: Context) -> None:
         answer = env.wait_request(second, lambda p: is_true(p, PROVISIONED) or is_true(p, FAILED), 90,
                                   "attempt 2 to be answered")
         end = revision(answer)
-        after = env.first_seen(wl, lambda w: revision(w) > end, 30)   # the watch has delivered the window whole
+        after = env.version_seen(wl, lambda w: revision(w) > end, 30)   # the watch has delivered the window whole
         window = pending_window(env.wls.versions(wl), check, revision(evicted[1]), end)
         states = sorted({state for _, state, _ in window})
         reserved = sum(1 for _, _, again in window if again)
@@ -117,9 +118,9 @@ def retry_then_provisioned(ctx: Context) -> None:
     try:
         with SpecEnv(ctx, SPEC_14) as env:
             check, wl = retried(env, 1, retry=1)
-            first = env.request_name(wl, 1)
-            env.wait_request(first, lambda p: is_true(p, FAILED), 60, "attempt 1 to fail")
-            env.driven(first, FAILED)
+            attempt1 = env.request_name(wl, 1)
+            env.wait_request(attempt1, lambda p: is_true(p, FAILED), 60, "attempt 1 to fail")
+            env.driven(attempt1, FAILED)
             if ctx.autoscaler == "real":
                 ctx.step("A 16-GPU node that belongs to no autoscaler joins (what check-capacity can then find)")
                 made.append(ctx.k.create(NODE, toolbox.free_node(pools()[DEMO_POOL], 0, name=f"{env.name}-free",
@@ -172,12 +173,12 @@ def booking_expired_retry(ctx: Context) -> None:
             env.queue([gpu_group(flavor)], [check, hold])
             ctx.step("A 1-GPU Job; a second AdmissionCheck holds it; the request's booking lasts 3s")
             booked = env.job("book", params=fast_boot(ctx, **{PARAM_BOOKING_SECONDS: "3"}))
-            wl, first = booked.workload, booked.request
-            pr = env.wait_request(first, lambda p: is_true(p, BOOKING_EXPIRED), 60, "the booking to expire")
-            env.driven(first, PROVISIONED)
-            env.driven(first, BOOKING_EXPIRED)
-            expired_at = next(t for t, typ, o in env.prs.of(prefix=first) if is_true(o, BOOKING_EXPIRED))
-            ctx.check(is_true(pr, PROVISIONED) and env.first(wl, workloads.admitted) is None,
+            wl, attempt1 = booked.workload, booked.request
+            pr = env.wait_request(attempt1, lambda p: is_true(p, BOOKING_EXPIRED), 60, "the booking to expire")
+            env.driven(attempt1, PROVISIONED)
+            env.driven(attempt1, BOOKING_EXPIRED)
+            expired_at = next(t for t, typ, o in env.prs.of(prefix=attempt1) if is_true(o, BOOKING_EXPIRED))
+            ctx.check(is_true(pr, PROVISIONED) and first(env.versions(wl), workloads.admitted) is None,
                       f"the booking of attempt 1 expired before admission (the second check held it: "
                       f"{check_entry(env.get(wl), hold).get('state')})")
             env.expect_retry(wl, check, 1)
@@ -185,7 +186,7 @@ def booking_expired_retry(ctx: Context) -> None:
             env.wait_request(second, lambda p: is_true(p, PROVISIONED), 60, "attempt 2 to be provisioned")
             env.driven(second, PROVISIONED)
             got = env.wait_for(wl, workloads.admitted, 30, "Kueue to admit")
-            admitted_at = env.seen(wl, workloads.admitted)
+            admitted_at = env.seen_at(wl, workloads.admitted)
             ctx.check(check_entry(got, check).get("state") == CheckState.READY and bool(ext.writes),
                       "attempt 2: the check is Ready and the Workload admitted ("
                       + (f"{admitted_at - expired_at:.1f}s after the booking expired)" if admitted_at is not None

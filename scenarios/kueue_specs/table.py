@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kit.record import Spec
+from ..kit.scenario import Spec
 from ..kit.runner import AUTOSCALERS
 
 UPSTREAM = "https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/"

@@ -2,7 +2,7 @@
 multikueue): the three clusters' watches and the end of every scenario (`kit`), the cross-cluster decisions
 (`checks`, pure) and the stories (`stories`)."""
 
-from ..kit.record import Group
+from ..kit.scenario import Group
 from .kit import worker_contexts
 
 GROUPS = (Group("multikueue", "a MultiKueue manager dispatches to two capacity-aware workers (`cluster up --multikueue`)",

@@ -34,7 +34,7 @@ from k8s.tape import first
 
 from ..kit.controllers import race_controller
 from ..kit.harness import NS, Context
-from ..kit.record import Report, Scenario
+from ..kit.scenario import Report, Scenario
 from ..kit.recorder import check_commit_bound
 from ..kit import toolbox
 from ..kit.toolbox import AUTOSCALER_MANAGERS

@@ -46,7 +46,7 @@ from k8s.paths import MANIFESTS, shown
 from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR, TAUCLUSTER
 
 from ..kit.harness import NS, Context, ScenarioFailed
-from ..kit.record import Scenario
+from ..kit.scenario import Scenario
 from ..kit.recorder import Recorder
 
 ADMIN = "an-administrator"                  # the field manager of what "the administrator" applies

@@ -25,7 +25,7 @@ from k8s.poll import eventually
 from k8s.resources import POD, PROVREQ
 
 from ..kit.harness import NS, Context
-from ..kit.record import Report, Scenario
+from ..kit.scenario import Report, Scenario
 from ..kit import toolbox
 
 REPORT = Report(

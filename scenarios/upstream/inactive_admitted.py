@@ -43,7 +43,7 @@ from demo.timeline.log import EventLog
 from ..kit.controllers import race_controller
 from ..kit.harness import NS, Context
 from ..kit.recorder import Recorder
-from ..kit.record import Report, Scenario
+from ..kit.scenario import Report, Scenario
 from ..kit import toolbox
 
 REPORT = Report(
@@ -260,15 +260,15 @@ def run(ctx: Context) -> None:
         if hits else None
     first = hits[0]["final"] if hits else None
 
-    def seen(jobs):
+    def outcomes(jobs):
         return ", ".join(f"{n}× {o}" for o, n in sorted(Counter(JOB_OUTCOMES[j["outcome"]] for j in jobs).items()))
     toolbox.verdict(ctx, REPORT, bool(hits) or any(j["outcome"] == "hit" for j in bare + design),
                 (f"{len(hits)} of {len(results)} plain trials: spec.active=false committed first, then Kueue's scheduler "
                  f"wrote QuotaReserved=True and Admitted=True on the inactive Workload, then evicted it "
                  f"({toolbox.conditions_line(first)})" if hits else
                  f"no plain trial of {len(results)} had the reservation land after the deactivation")
-                + f"; the deadline controller's commit at that moment on Jobs without a check: {seen(bare)}"
-                + f"; behind the ProvisioningRequest check: {seen(design)}",
+                + f"; the deadline controller's commit at that moment on Jobs without a check: {outcomes(bare)}"
+                + f"; behind the ProvisioningRequest check: {outcomes(design)}",
                 "the ProvisioningRequest check (the design's queue): Kueue may still reserve quota after the committed "
                 "timeout, but Admitted needs the check and the Job never starts"
                 + ("" if held else " (BROKEN here, see the checks)")

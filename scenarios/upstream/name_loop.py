@@ -34,7 +34,7 @@ from demo.timeline.lanes import snapshot_states
 
 from ..kit.harness import NS, Context
 from ..kit.recorder import Recorder
-from ..kit.record import Report, Scenario
+from ..kit.scenario import Report, Scenario
 from ..kit import toolbox
 
 REPORT = Report(

@@ -20,7 +20,7 @@ from demo.timeline import svg
 
 from ..kit.harness import NS, Context
 from ..kit.recorder import Recorder
-from ..kit.record import Report, Scenario
+from ..kit.scenario import Report, Scenario
 from ..kit import toolbox
 
 REPORT = Report(number="kubernetes-sigs/kueue#3245", title="requests accepted but not provisioned for more than a day",

@@ -25,7 +25,7 @@ from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR
 from k8s.tape import ever
 
 from ..kit.harness import NS, Context
-from ..kit.record import Report, Scenario
+from ..kit.scenario import Report, Scenario
 from ..kit.recorder import Recorder
 from ..kit import toolbox
 

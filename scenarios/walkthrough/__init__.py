@@ -1,7 +1,7 @@
 """The walkthrough (`./scenario.sh`, "all"): the design's story on the real cluster, one module per story
 (success, timeout, race, never_boot), and the race's soak (`tau-demo race soak`)."""
 
-from ..kit.record import Group
+from ..kit.scenario import Group
 
 GROUPS = (
     Group("success", "a 2 × 8-GPU gang waits for its nodes and starts once they exist", walkthrough=True),

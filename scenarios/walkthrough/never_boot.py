@@ -29,7 +29,7 @@ from k8s.paths import shown
 from k8s.resources import CONFIG_MAP
 
 from ..kit.harness import Context
-from ..kit.record import Scenario
+from ..kit.scenario import Scenario
 from ..kit.recorder import Recorder, check_commit_bound
 
 TITLE = "Beyond the design: the nodes never boot"

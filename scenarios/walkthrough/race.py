@@ -34,7 +34,7 @@ from k8s.resources import PROVREQ
 
 from ..kit.controllers import race_controller
 from ..kit.harness import Context
-from ..kit.record import Scenario
+from ..kit.scenario import Scenario
 from ..kit.recorder import Recorder, check_commit_bound
 
 CLASS_ANNOTATION = DEADLINE_CLASS_ANNOTATION

@@ -18,7 +18,7 @@ from k8s.objects import parse_time
 from k8s.paths import shown
 
 from ..kit.harness import Context
-from ..kit.record import Scenario
+from ..kit.scenario import Scenario
 from ..kit.recorder import Recorder
 
 TITLE = "Success path: a 2 × 8-GPU gang starts only when both nodes exist"

@@ -34,7 +34,7 @@ from k8s.resources import JOB, PROVREQ, PROVREQ_CONFIG, WORKLOAD
 from k8s.poll import eventually
 
 from ..kit.harness import Context, ScenarioFailed
-from ..kit.record import Scenario
+from ..kit.scenario import Scenario
 from ..kit.recorder import Recorder, check_commit_bound
 from ..kit import toolbox
 

@@ -328,7 +328,7 @@ def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_
         assert DECISION_ANNOTATION not in annotations(w) and w["spec"].get("active") is not False, w["metadata"]
     for j in [live.job, *h.jobs]:
         assert not any(k_ in annotations(j) for k_ in MIRROR_KEYS), j["metadata"]
-    # routine work queued before the deadline does not hold up the deadline's timer: it fires into the urgent lane
+    # routine work queued before the deadline does not hold up the deadline's timer: it fires into the urgent tier
     c.queue.add("demo/routine")
     past_deadline(job)
     assert c.queue.get(stop) == key
@@ -371,7 +371,7 @@ def test_a_commit_that_keeps_conflicting_gives_up_after_its_retries_and_comes_ba
                                                                                           caplog):
     # Someone else writes the Workload between every decision and its commit, `conflict_retries` times running:
     # every commit is refused (409) at the version its live read saw; the controller stops trying for now and
-    # queues the key in the urgent lane, and once the writes stop, the commit lands, once.
+    # queues the key in the urgent tier, and once the writes stop, the commit lands, once.
     retries = 3
     name, job, wl = submit("1s")
     key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
@@ -396,15 +396,15 @@ def test_a_commit_that_keeps_conflicting_gives_up_after_its_retries_and_comes_ba
         worker.join(60)
         c.queue.done(key)
         lines = said(caplog, key)
-        # the retry is a timer (0.5 s) into the urgent lane: routine work queued before it is due goes first,
+        # the retry is a timer (0.5 s) into the urgent tier: routine work queued before it is due goes first,
         # and routine work queued before it fires still goes after it
-        assert c.queue.held == [(key, 0.5, True)], "the give-up retries on a timer, into the urgent lane"
+        assert c.queue.held == [(key, 0.5, True)], "the give-up retries on a timer, into the urgent tier"
         c.queue.add("demo/routine")
         assert c.queue.get(stop) == "demo/routine", "the retry waits for its timer"
         c.queue.done("demo/routine")
         c.queue.add("demo/routine")
         c.queue.fire(key)                                # the timer is due
-        assert c.queue.get(stop) == key, "the key comes back in the urgent lane"
+        assert c.queue.get(stop) == key, "the key comes back in the urgent tier"
         caplog.clear()
         assert c.reconcile(key) == 0.0                   # nobody writes in between now: committed
         after = said(caplog, key)

@@ -24,8 +24,8 @@ KEYS = REPO / "k8s" / "keys.py"
 # Names every module of a kind declares for itself, by design (a protocol, not a concept said twice).
 PROTOCOL = {"log": "a module's logger", "main": "a script's entry point",
             "BACKEND": "a cluster backend module's Backend (demo/cluster/backends.py lists them)",
-            "SCENARIOS": "a story module's records (scenarios/kit/catalogue.py reads them)",
-            "run": "a story's run function (its record names it)",
+            "SCENARIOS": "a story module's scenarios (scenarios/kit/catalogue.py reads them)",
+            "run": "a story's run function (its Scenario names it)",
             "GROUPS": "a story family's groups (scenarios/kit/catalogue.py reads them)"}
 GROUP_VERSION = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+/v[0-9]+((alpha|beta)[0-9]+)?$")
 

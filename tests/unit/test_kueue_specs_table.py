@@ -8,7 +8,7 @@ from pathlib import Path
 
 from scenarios.kueue_specs import suite, table
 from scenarios.kueue_specs.table import Entry, SpecResult
-from scenarios.kit.record import Spec
+from scenarios.kit.scenario import Spec
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kueue-v0.19.2-provisioning-its.txt"

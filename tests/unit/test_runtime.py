@@ -104,7 +104,7 @@ def test_only_the_earliest_timer_of_a_key_is_kept_and_it_fires_once():
     assert clock.look(q) is None               # the 0.3 s and 0.4 s timers of "a" are gone
 
 
-def test_an_urgent_timer_fires_into_the_urgent_lane():
+def test_an_urgent_timer_fires_into_the_urgent_tier():
     clock = Clock()
     q = WorkQueue(clock)
     q.add("routine")

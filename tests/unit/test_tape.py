@@ -91,20 +91,20 @@ def test_seen_waits_the_grace_for_a_late_delivery_and_no_longer():
     fake = FakeTime()
     delivered: list = list(RECORDED[:2])
     fake.at(0.35, lambda: delivered.append(RECORDED[4]))        # the watch delivers the Retry 0.35 s late
-    got = tape.seen(lambda: tape.first(tape.versions(delivered, "w1"), lambda o: state(o) == "Retry"), 2.0,
+    got = tape.within_lag(lambda: tape.first(tape.versions(delivered, "w1"), lambda o: state(o) == "Retry"), 2.0,
                     clock=fake.clock, sleep=fake.sleep)
-    assert got == 11.00 and fake.slept == [tape.SEEN_INTERVAL] * 4, "looked every 0.1 s until it came"
+    assert got == 11.00 and fake.slept == [tape.LAG_INTERVAL] * 4, "looked every 0.1 s until it came"
     fake = FakeTime()
-    never = tape.seen(lambda: tape.first(tape.versions(delivered, "w2"), bool), 0.5, clock=fake.clock,
+    never = tape.within_lag(lambda: tape.first(tape.versions(delivered, "w2"), bool), 0.5, clock=fake.clock,
                       sleep=fake.sleep)
     assert never is None and fake.now == pytest.approx(0.5), "given up when the grace ended, not before"
     fake = FakeTime()
-    assert tape.seen(lambda: 7, 5.0, clock=fake.clock, sleep=fake.sleep) == 7 and fake.slept == [], "no wait"
+    assert tape.within_lag(lambda: 7, 5.0, clock=fake.clock, sleep=fake.sleep) == 7 and fake.slept == [], "no wait"
 
 
 def test_the_default_grace_is_the_watch_lag():
     import inspect
-    assert inspect.signature(tape.seen).parameters["grace"].default == tape.WATCH_LAG
+    assert inspect.signature(tape.within_lag).parameters["grace"].default == tape.WATCH_LAG
     assert inspect.signature(Tape.seen).parameters["grace"].default == tape.WATCH_LAG
 
 
@@ -243,7 +243,7 @@ def test_a_settling_tape_records_what_comes_while_its_watches_are_still_busy_the
     assert [o["metadata"]["resourceVersion"] for _, _, o in t.changes] == ["2", "3"], "the late change recorded"
     took = fake.now - fake.start
     # quiet for SETTLE_QUIET after the late change, which came at the first look at or after 0.3 s
-    assert tape.SETTLE_QUIET + 0.3 <= took <= tape.SETTLE_QUIET + 0.3 + 2 * tape.SEEN_INTERVAL + 1e-6, took
+    assert tape.SETTLE_QUIET + 0.3 <= took <= tape.SETTLE_QUIET + 0.3 + 2 * tape.LAG_INTERVAL + 1e-6, took
     assert t.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 4)) is None and len(t.changes) == 2, "then it stopped"
     busy = SettleTime()
     b = settling(busy, lambda stores: 0)
@@ -251,7 +251,7 @@ def test_a_settling_tape_records_what_comes_while_its_watches_are_still_busy_the
         busy.at(0.1 * i, lambda i=i: b.stores[JOB.plural].handle(Event.MODIFIED, wl("j1", 10 + i)))
     b.last_change = busy.now
     b.__exit__(None, None, None)
-    assert tape.SETTLE_MAX - 1e-6 <= busy.now - busy.start <= tape.SETTLE_MAX + tape.SEEN_INTERVAL + 1e-6
+    assert tape.SETTLE_MAX - 1e-6 <= busy.now - busy.start <= tape.SETTLE_MAX + tape.LAG_INTERVAL + 1e-6
     quiet_time = SettleTime()
     quiet = settling(quiet_time, lambda stores: 0)
     quiet.__exit__(None, None, None)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from cli.scenario import scenario_group
 from scenarios.kit import catalogue
-from scenarios.kit.record import Scenario
+from scenarios.kit.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[2]
 WALKTHROUGH = ["success", "timeout-preflight", "timeout-window", "timeout-deadline", "race-admission-wins",

@@ -12,7 +12,7 @@ from demo.cluster.kueue_metrics import MetricsUnavailable, NotServed
 from scenarios.kit import toolbox
 from scenarios.kit.harness import Context
 from scenarios.kueue_specs.kit import METRIC_INTERVAL, METRIC_TIMEOUT, metric_verdict
-from scenarios.kit.record import Report, Scenario
+from scenarios.kit.scenario import Report, Scenario
 from scenarios.kit.runner import run_one
 from test_poll import Clock
 

@@ -1,4 +1,4 @@
-"""What a scenario is: one record, declared in the module that tells its story.
+"""What a scenario is: one `Scenario`, declared in the module that tells its story.
 
 A story module lists its scenarios in a module attribute `SCENARIOS` (a tuple of `Scenario`);
 `scenarios.kit.catalogue` finds every such module of the package, so adding a scenario touches that one
