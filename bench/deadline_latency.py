@@ -228,8 +228,12 @@ def start_deciding(ctx: Context, kc: str, a: argparse.Namespace, ideal: bool):
                                      "--class", CLS, "--ttl", str(parse_duration(a.cleanup_ttl))], stdout=out,
                                     stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=REPO)
         ctl = IdealProcess(proc, log_path)
-        poll.until(lambda: "caches synced; ready" in ctl.log_text() or proc.poll() is not None, 60, "the ideal client",
-                   0.1)
+        try:
+            poll.until(lambda: "caches synced; ready" in ctl.log_text() or proc.poll() is not None, 60,
+                       "the ideal client", 0.1)
+        except BaseException:
+            ctl.stop()
+            raise
         return ctl, proc.pid
     args = ["deadline", "--class", CLS, "--namespace", NS, "--cleanup-ttl", a.cleanup_ttl, *a.controller_arg]
     ctl = start_private(ctx, f"deadline-{CLS}", args, "deadline controller (bench)")
@@ -416,9 +420,10 @@ def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
     poll.until(lambda: not k.list(JOB, NS, label_selector=f"{BENCH_LABEL}={BENCH_VALUE}")[0], GONE_TIMEOUT,
                "the Jobs of an earlier run to go", 0.1)
     uids: set[str] = set()
+    ctl = None
     with DeadlineEvents(k) as watch:
-        ctl, pid = start_deciding(ctx, kc, a, ideal)
         try:
+            ctl, pid = start_deciding(ctx, kc, a, ideal)
             time.sleep(2)                                   # let start-up settle before the CPU baseline
             burst = create_jobs(k, a.jobs, a.lead, cpu_seconds(pid))
             uids = set(burst.uids.values())
@@ -431,8 +436,8 @@ def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
             if judged.broken:
                 sys.exit(1)
             return p50
-        finally:
-            if ideal:
+        finally:               # the controller is stopped even when it never got ready (start_private registered it)
+            if isinstance(ctl, IdealProcess):
                 ctl.stop()
             stop_started(ctx)
             clean_up(k, uids)
