@@ -1,6 +1,6 @@
 """An interrupted command leaves nothing behind: Ctrl-C (SIGINT), SIGTERM (what `timeout`, a CI cancel or
 `kill` send) and SIGHUP (a closed terminal) each end every wait of the run at once (k8s/poll.cancel), stop the
-controllers the run started, remove what the harness made (scenarios/runner.clean) and exit 128 + the signal's
+controllers the run started, remove what the harness made (scenarios/kit/runner.clean) and exit 128 + the signal's
 number: 130, 143, 129.  During that cleanup SIGTERM and SIGHUP are ignored and a second Ctrl-C abandons it,
 saying which command removes what is left.
 

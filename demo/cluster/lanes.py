@@ -1,7 +1,7 @@
 """The walkthrough's lanes (pure): manifests/walkthrough-lanes.yaml names them; each lane L is a profile of TauCluster
 demo that cluster up adds, the demo's profile with its name, namespace, ClusterQueue, flavor and pool all named
 wt-L (one name for all: lane_name), and the pool wt-L of manifests/node-pools.yaml.  Side by side, a walkthrough
-scenario runs on its lane (scenarios/harness.py lane_of), so that its quota, nodes and pool backoff are its own."""
+scenario runs on its lane (scenarios/kit/harness.py lane_of), so that its quota, nodes and pool backoff are its own."""
 
 from __future__ import annotations
 

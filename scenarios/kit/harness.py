@@ -43,7 +43,7 @@ class ScenarioFailed(AssertionError):
 class Lane:
     """Where a scenario's Jobs go: a namespace, the profile (LocalQueue) there, its ClusterQueue and the node pool its
     flavor places nodes on.  The default is the demo's profile gpu-a100-8, which every scenario shares when they run
-    one after another.  Side by side (scenarios/runner.py), each walkthrough scenario but `success` runs on a lane of
+    one after another.  Side by side (scenarios/kit/runner.py), each walkthrough scenario but `success` runs on a lane of
     its own, lane_of(its name), which cluster up's TauCluster sets up (manifests/taucluster-demo.yaml, one profile
     each; their pools in manifests/node-pools.yaml): its quota, nodes and pool backoff are nobody else's, and its
     private controllers carry its tag.  `scoped`: the scenario's nodes are its pool's only (the walkthrough's

@@ -2,7 +2,7 @@
 
 Each module declares its REPORT (kit.scenario.Report: number, title, claim, fixed_in) and its Scenario
 (SCENARIOS, group "upstream"); run(ctx) says whether the defect reproduces here (toolbox.verdict) and which
-layer of the design bounds it.  A new report is a new module here, found by scenarios.catalogue;
+layer of the design bounds it.  A new report is a new module here, found by scenarios.kit.catalogue;
 never_provisioned.py is the shortest example.
 """
 

@@ -1,4 +1,4 @@
-"""Interrupted runs leave nothing behind (cli/interrupt.py, scenarios/runner.clean): each long-running command is
+"""Interrupted runs leave nothing behind (cli/interrupt.py, scenarios/kit/runner.clean): each long-running command is
 started on the real cluster and sent SIGINT, SIGTERM or SIGHUP at a random moment of its run, five times per
 command (20 interrupts in all); each time it must exit 128 + the signal's number, and leave no object the harness
 made (runner.made_by_harness: Jobs, Workloads, requests, nodes, the scenarios' Kueue objects and TauClusters, the

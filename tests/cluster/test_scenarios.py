@@ -1,4 +1,4 @@
-"""The reviewers' scenarios, run through their records on the real cluster (scenarios/catalogue.py)."""
+"""The reviewers' scenarios, run through their records on the real cluster (scenarios/kit/catalogue.py)."""
 
 from __future__ import annotations
 

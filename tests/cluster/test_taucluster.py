@@ -1,6 +1,6 @@
 """The TauCluster setup on the real apiserver and the real Kueue v0.19.2, with the cluster's own controller (`cluster
 up` runs `tau-demo taucluster` as its ServiceAccount): the demo's TauCluster is ready and preflight reads it; the
-ServiceAccount may do what the controller needs and nothing more; the group `taucluster` (scenarios/taucluster.py:
+ServiceAccount may do what the controller needs and nothing more; the group `taucluster` (scenarios/taucluster/stories.py:
 Manage, Adopt with a running Job, External with the audit log, a mode switch, two claims); a `kill -9` while it makes
 a profile, after which it converges from the cluster's state alone; while it is down preflight checks the objects
 itself and says why; two TauClusters naming one ClusterQueue, otherwise and alike: the later refused (Conflict) and

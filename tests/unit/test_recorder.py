@@ -1,4 +1,4 @@
-"""The recorder (scenarios/recorder.py) over plain samples and caches filled by hand (no watch runs): its cleanup
+"""The recorder (scenarios/kit/recorder.py) over plain samples and caches filled by hand (no watch runs): its cleanup
 fact (a Job's versions and the samples that found no Job), and what it writes for the live page (object lanes, phases, deadline, decision, the
 apiserver going away, the controllers' log lines)."""
 

@@ -1,6 +1,6 @@
 """The walkthrough's lanes on plain data: a lane's profile (demo/cluster/lanes.py) and the TauCluster cluster up
 applies with them; the lanes file, the scenarios that run on a lane, the pools and the lanes' names held together;
-where each scenario runs, side by side or one after another (scenarios/runner.py lane_of_scenario); what a lane
+where each scenario runs, side by side or one after another (scenarios/kit/runner.py lane_of_scenario); what a lane
 tells its scenario (harness.Lane)."""
 
 from __future__ import annotations
