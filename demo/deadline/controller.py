@@ -215,9 +215,8 @@ class DeadlineController:
                 log.info("deadline %s: Workload %s is gone (404); reading again", key, wl_name)
             else:
                 self.workloads.put(new)
-                log.info("deadline %s: committed timeout on Workload %s (spec.active=false; the write took %.0f ms); "
-                         "bound %s, waiting for %s", key, wl_name, (time.monotonic() - sent) * 1000,
-                         d.cause.bound, d.cause.waiting)
+                log.info("deadline %s: committed timeout on Workload %s (spec.active=false; the write took %.0f ms)",
+                         key, wl_name, (time.monotonic() - sent) * 1000)
                 self.hooks.reach("after-commit", key, workload=wl_name)
                 return True
             live = True

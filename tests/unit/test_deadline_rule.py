@@ -123,14 +123,28 @@ def test_the_earliest_take_up_counts_over_retries_and_attempts():
     assert R.taken_up_at([taken(40, 2), taken(12, 1)]) == at(12)
 
 
+def created(pr: dict, sec: int, name: str | None = None) -> dict:
+    """The request made at `sec` (and named `name`)."""
+    md = {**pr["metadata"], "creationTimestamp": K.ts(sec)}
+    return {**pr, "metadata": {**md, "name": name or md["name"]}}
+
+
 def test_the_current_request_is_the_latest_attempt():
     assert R.current_request([]) is None
-    assert R.current_request([taken(8, 1), waiting(2)]) == waiting(2)
-    assert R.current_request([waiting(3), taken(8, 2)]) == waiting(3)
-    other = {**waiting(1), "metadata": {**waiting(1)["metadata"], "name": "not-kueues", "creationTimestamp": K.ts(5)}}
-    later = {**other, "metadata": {**other["metadata"], "name": "later", "creationTimestamp": K.ts(6)}}
-    assert R.current_request([later, other]) == later                       # no attempt number: by creation
-    assert R.current_request([other, waiting(1)]) == waiting(1)              # attempt 1 beats no number
+    # the attempt number decides, whatever the creation times say
+    assert R.current_request([created(taken(8, 1), 90), created(waiting(2), 5)]) == created(waiting(2), 5)
+    assert R.current_request([created(waiting(3), 5), created(taken(8, 2), 90)]) == created(waiting(3), 5)
+    # the same attempt (or no number: not Kueue's name): the one created last, in either order
+    early, late = created(waiting(1), 5), created(waiting(1), 6, name="job-train-llm-7c1e4-other-1")
+    assert R.current_request([early, late]) == late and R.current_request([late, early]) == late
+    # a check of another name (a walkthrough lane's, a TauCluster profile's): its attempt number all the same
+    lane = [created(waiting(2), 5, name="job-a-wt-timeout-deadline-2"), created(waiting(1), 9, name="job-a-wt-timeout-deadline-1")]
+    assert R.current_request(lane) == lane[0]
+    undated = {**early, "metadata": {k: v for k, v in early["metadata"].items() if k != "creationTimestamp"}}
+    assert R.current_request([late, undated]) == late and R.current_request([undated, late]) == late  # the oldest
+    other = created(waiting(1), 95, name="not-kueues")
+    assert R.current_request([other, created(waiting(1), 40)]) == created(waiting(1), 40)   # attempt 1 beats none
+    assert R.current_request([created(other, 7, name="x"), created(other, 9, name="y")])["metadata"]["name"] == "y"
 
 
 @pytest.mark.parametrize("current, expected", [

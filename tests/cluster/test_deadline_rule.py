@@ -1,0 +1,168 @@
+"""When the admission deadline falls (demo/deadline/rule.py), on the real cluster: real Kueue v0.19.2, the fake
+autoscaler stopped and then started, and the deadline controller in-process with its real informers (Jobs,
+Workloads and ProvisioningRequests) under the default rule, taken-up.
+
+Three gangs (1 x 4 GPUs: all three hold the queue's quota at once, so each has its request) are submitted
+together while no autoscaler runs, so no request is taken up: exactly what a gang queued behind other requests
+sees (the real Cluster Autoscaler takes up one request per loop).
+
+- "waiting" (the default rule): past its submission deadline it is NOT timed out, over the whole window until an
+  autoscaler takes its request up; the cloud is out of stock (fakeCAStockout), and the timeout is committed
+  within the rule's bound of the take-up (take-up + budget - slack, + COMMIT_TOLERANCE), though the autoscaler
+  rewrote the take-up's time when it retried the request in between;
+- "old" (its Job asks for the rule submitted): timed out at its submission deadline although its request was only
+  waiting;
+- "never" (the default rule, admission-max-wait 20s): its request is never taken up; it ends at its outer bound.
+
+Each commit's cause (bound, what the Workload waited for) is asserted, and the protocol's invariants over every
+version the Tape saw of each Job and its Workload, cleanup included.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from demo.deadline import protocol as dl
+from demo.deadline import rule as R
+from demo.deadline.controller import DeadlineController
+from demo.deadline.invariants import History, violations
+from k8s.client import Kube
+from k8s.keys import (ACCEPTED, DEADLINE_CLASS_ANNOTATION, DEADLINE_RULE_ANNOTATION, DECISION_BOUND_ANNOTATION,
+                      DECISION_WAITING_ANNOTATION, DEMO_NAMESPACE as NS, MAX_WAIT_ANNOTATION, PARAM_STOCKOUT,
+                      SERVICE_ACCOUNTS)
+from k8s.objects import annotations, created_at, meta, owned_by, revision, transition_time
+from k8s.resources import JOB, PROVREQ, WORKLOAD
+from k8s.tape import Tape, by_revision
+from k8s.workload import committed_timeout
+from tests.cluster.conftest import wait_for
+
+CLASS = "rule-test"          # no controller process serves this class: only the test's own instance
+BUDGET = 16                  # seconds: every gang's admission deadline; the slack is 8 s (half of it)
+MAX_WAIT = 20                # seconds: "never"'s outer bound
+NO_AUTOSCALER = 26           # seconds after the submissions during which no autoscaler runs
+TTL = 3.0                    # the test controller's cleanup TTL
+GANG = "1x4"                 # the three fit the demo queue's 16 GPUs at once: each holds quota and has its request
+
+
+@pytest.fixture
+def rule_controller(kubeconfig):
+    """The deadline controller of class CLASS, in-process, as its ServiceAccount, with the default rule: its
+    real informers, ready (caches synced) before the test goes on."""
+    c = DeadlineController(Kube(kubeconfig, impersonate=SERVICE_ACCOUNTS["deadline"]), namespace=NS,
+                           cleanup_ttl=TTL, resync=1.0, instance=CLASS)
+    stop, ready = threading.Event(), threading.Event()
+    t = threading.Thread(target=c.run, args=(stop, ready), name="deadline-rule-test", daemon=True)
+    t.start()
+    assert ready.wait(60), "the test's deadline controller did not sync its caches"
+    yield c
+    stop.set()
+    t.join(10)
+
+
+def kind_of(obj: dict) -> str:
+    return obj.get("kind") or ""
+
+
+def first_commit(tape: Tape, job_uid: str) -> tuple[float, dict] | None:
+    """When the Tape first saw the Job's Workload carry the committed timeout, and that version."""
+    return next(((t, o) for t, typ, o in tape.changes
+                 if kind_of(o) == "Workload" and owned_by(o, job_uid) and committed_timeout(o)), None)
+
+
+def requests_of(tape: Tape, wl_uids: set[str]) -> list[tuple[float, dict]]:
+    return [(t, o) for t, typ, o in tape.changes if kind_of(o) == "ProvisioningRequest" and typ != "DELETED"
+            and any(owned_by(o, u, controller=False) for u in wl_uids)]
+
+
+def history(tape: Tape, name: str, job_uid: str) -> History:
+    """Every version of the Job and of its Workloads the Tape saw, in etcd's order, until the Job's deletion
+    (after it Kueue marks the orphan Finished, which is no admission), and when the Tape saw it deleted."""
+    changes = by_revision(tape.changes)
+    gone = next(((t, o) for t, typ, o in changes if typ == "DELETED" and kind_of(o) == "Job"
+                 and meta(o).get("uid") == job_uid), None)
+    until = revision(gone[1]) if gone else None
+    jobs = [o for t, typ, o in changes if typ != "DELETED" and kind_of(o) == "Job" and meta(o).get("uid") == job_uid]
+    wls = [o for t, typ, o in changes if typ != "DELETED" and kind_of(o) == "Workload" and owned_by(o, job_uid)
+           and (until is None or revision(o) < until)]
+    return History(name, jobs, wls, datetime.fromtimestamp(gone[0], timezone.utc) if gone else None)
+
+
+def test_a_gang_behind_other_requests_is_not_timed_out_a_stockout_is_and_every_wait_ends(clean, k, own_fake_ca,
+                                                                                      rule_controller):
+    assert rule_controller.rule == R.Rule.TAKEN_UP == R.DEFAULT_RULE, "the default rule is taken-up"
+    names = {who: clean.new_name(f"job-rule-{who}") for who in ("waiting", "old", "never")}
+    extra = {"waiting": {}, "old": {DEADLINE_RULE_ANNOTATION: R.Rule.SUBMITTED.value},
+             "never": {MAX_WAIT_ANNOTATION: f"{MAX_WAIT}s"}}
+    jobs: dict[str, dict] = {}
+    try:
+        with Tape(k, [JOB, WORKLOAD, PROVREQ], NS) as tape:
+            for who, name in names.items():
+                jobs[who] = clean.submit(name, GANG, duration="5s", deadline=f"{BUDGET}s",
+                                         provreq={PARAM_STOCKOUT: "true"},
+                                         annotations={DEADLINE_CLASS_ANNOTATION: CLASS, **extra[who]})
+            created = {who: created_at(j).timestamp() for who, j in jobs.items()}
+            uid = {who: j["metadata"]["uid"] for who, j in jobs.items()}
+            off_until = max(created.values()) + NO_AUTOSCALER
+            wait_for(lambda: time.time() >= off_until, NO_AUTOSCALER + 10, what="the window without an autoscaler")
+            window_end = time.time()
+            own_fake_ca()                       # an autoscaler takes the waiting gang's request up at last
+            wait_for(lambda: first_commit(tape, uid["waiting"]), 60, what="the waiting gang's commit")
+            wait_for(lambda: all(not k.get_or_none(JOB, n, NS) for n in names.values()), 60,
+                     what="the controller's cleanup to delete the three Jobs")
+            time.sleep(1.0)                     # the Tape sees the deletions
+        commits = {who: first_commit(tape, uid[who]) for who in names}
+        assert all(commits.values()), f"a gang was never timed out: {[w for w, c in commits.items() if not c]}"
+
+        # "old": the rule submitted times the waiting gang out at its submission deadline
+        t_old, wl_old = commits["old"]
+        assert 0 <= t_old - (created["old"] + BUDGET) <= dl.COMMIT_TOLERANCE, \
+            f"old: committed {t_old - created['old']:.2f}s after submission (deadline {BUDGET}s)"
+        assert (annotations(wl_old)[DECISION_BOUND_ANNOTATION], annotations(wl_old)[DECISION_WAITING_ANNOTATION]) \
+            == ("submitted", "autoscaler"), annotations(wl_old)
+
+        # "never": no autoscaler took its request up; it ends at its outer bound
+        t_never, wl_never = commits["never"]
+        assert 0 <= t_never - (created["never"] + MAX_WAIT) <= dl.COMMIT_TOLERANCE, \
+            f"never: committed {t_never - created['never']:.2f}s after submission (outer bound {MAX_WAIT}s)"
+        assert (annotations(wl_never)[DECISION_BOUND_ANNOTATION], annotations(wl_never)[DECISION_WAITING_ANNOTATION]) \
+            == ("outer-bound", "autoscaler"), annotations(wl_never)
+        never_wls = {meta(o)["uid"] for _, typ, o in tape.changes if kind_of(o) == "Workload"
+                     and owned_by(o, uid["never"])}
+        assert not any(transition_time(o, ACCEPTED) for _, o in requests_of(tape, never_wls)), \
+            "never: its request was taken up after all"
+
+        # "waiting": not timed out over the whole window without an autoscaler, its submission deadline included
+        wl_uids = {meta(o)["uid"] for _, typ, o in tape.changes if kind_of(o) == "Workload"
+                   and owned_by(o, uid["waiting"])}
+        reqs = requests_of(tape, wl_uids)
+        taken = [(t, o) for t, o in reqs if transition_time(o, ACCEPTED)]
+        assert taken, "waiting: its request was never taken up"
+        seen_taken_at, first_taken = taken[0]
+        assert seen_taken_at > window_end, "waiting: taken up while no autoscaler ran"
+        t_wait, wl_wait = commits["waiting"]
+        assert t_wait > seen_taken_at and revision(wl_wait) > revision(first_taken), \
+            f"waiting: timed out {t_wait - created['waiting']:.2f}s after submission, before its request was taken up"
+        # a stockout is still caught: within the rule's bound of the take-up (take-up + budget - slack)
+        take_up = transition_time(first_taken, ACCEPTED).timestamp()
+        due = take_up + BUDGET - R.slack_of(BUDGET)
+        assert 0 <= t_wait - due <= dl.COMMIT_TOLERANCE, \
+            f"waiting: committed {t_wait - take_up:.2f}s after the take-up (bound {due - take_up:g}s)"
+        assert t_wait - take_up <= BUDGET + dl.COMMIT_TOLERANCE
+        assert (annotations(wl_wait)[DECISION_BOUND_ANNOTATION], annotations(wl_wait)[DECISION_WAITING_ANNOTATION]) \
+            == ("taken-up", "capacity"), annotations(wl_wait)
+        # the autoscaler retried the request before the commit, rewriting Accepted's time: the earliest counted
+        accepted_times = {transition_time(o, ACCEPTED) for t, o in taken if t < t_wait}
+        assert len(accepted_times) >= 2, f"waiting: no retry before the commit ({sorted(accepted_times)})"
+
+        # the committed protocol under either rule: every invariant, cleanup included
+        for who, name in names.items():
+            h = history(tape, name, uid[who])
+            assert violations(h, expect_deleted=True) == [], (who, violations(h, expect_deleted=True))
+    finally:
+        for name in names.values():
+            clean.delete_job(name)
+        wait_for(lambda: not clean.leftovers(), 120, what="the test's Jobs and their Workloads to go")
