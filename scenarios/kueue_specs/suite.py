@@ -18,8 +18,7 @@ from k8s.paths import REPO
 from ..kit import catalogue, runner
 from ..kit.controllers import stop_started
 from ..kit.harness import Context, ScenarioFailed
-from . import GROUPS
-from . import table
+from . import GROUPS, table
 from .table import Entry, SpecResult
 
 GROUP = GROUPS[0].name
