@@ -18,6 +18,7 @@ from .conformance import conformance_cmd
 from .deadline import deadline_cmd
 from .taucluster import taucluster_cmd
 from .fake_ca import fake_ca_group
+from .fleet import fleet_group
 from .jobs import preflight_cmd, report_cmd, submit_cmd, watch_cmd
 from .kueue_specs import kueue_specs_cmd
 from .options import CONTEXT_SETTINGS
@@ -48,5 +49,5 @@ def main(verbose: bool) -> None:
 
 for command in (toolchain_group, cluster_group, submit_cmd, preflight_cmd, watch_cmd, report_cmd, fake_ca_group,
                 deadline_cmd, taucluster_cmd, scenario_group, race_group, real_ca_cmd, conformance_cmd, kueue_specs_cmd, ui_cmd,
-                clean_cmd):
+                clean_cmd, fleet_group):
     main.add_command(command)

@@ -67,6 +67,7 @@ class Profile:
     retry: RetryStrategy = field(default_factory=RetryStrategy)
     cpu_quota: str | None = None                # as the profile gives it; None: CPU_PER_GPU per GPU (quotas())
     memory_quota: str | None = None             # as the profile gives it; None: MEMORY_PER_GPU per GPU
+    cohort: str | None = None                   # the ClusterQueue's cohort (spec.cohortName); None: in none
 
 
 def quotas(profile: Profile) -> dict[str, str]:
@@ -146,7 +147,18 @@ def parse_profile(raw: Obj, where: str = "spec.profiles[0]") -> Profile:
                    gpu_quota=quota, check=_field(where, raw, "admissionCheck", str),
                    provisioning_class=provisioning_class, tolerations=tuple(tolerations), retry=RetryStrategy(**counts),
                    cpu_quota=_quantity(where, raw, "cpuQuota", MAX_CPU_QUOTA),
-                   memory_quota=_quantity(where, raw, "memoryQuota", MAX_MEMORY_QUOTA))
+                   memory_quota=_quantity(where, raw, "memoryQuota", MAX_MEMORY_QUOTA),
+                   cohort=_cohort(where, raw))
+
+
+def _cohort(where: str, raw: Obj) -> str | None:
+    """The optional cohort: a DNS-1123 label (Kueue's cohortName), or None."""
+    value = raw.get("cohort")
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 63 or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value):
+        raise BadProfile(f"{where}.cohort: must be a DNS-1123 label (a cohort's name), got {value!r}")
+    return value
 
 
 def _snake(key: str) -> str:
@@ -192,6 +204,7 @@ def objects(profile: Profile, taucluster: str) -> list[Obj]:
             "parameters": {"apiGroup": PROVREQ_CONFIG.group, "kind": PROVREQ_CONFIG.kind, "name": profile.check}}),
         CLUSTER_QUEUE.new(profile.cluster_queue, labels=dict(mine), spec={
             "namespaceSelector": {},
+            **({"cohortName": profile.cohort} if profile.cohort else {}),
             "resourceGroups": [{"coveredResources": list(quota), "flavors": [{
                 "name": profile.flavor, "resources": [
                     {"name": name, "nominalQuota": amount} for name, amount in quota.items()]}]}],

@@ -41,7 +41,7 @@ def with_second(**changes) -> dict:
 
 
 SAME_QUEUE = ("spec.profiles: Invalid value: profiles that name one clusterQueue must give it the same "
-              "flavor.name, gpuQuota, cpuQuota, memoryQuota and admissionCheck: a ClusterQueue has one spec")
+              "flavor.name, gpuQuota, cpuQuota, memoryQuota, cohort and admissionCheck: a ClusterQueue has one spec")
 NOT_A_QUANTITY = f"in body should match '{QUANTITY_PATTERN}'"
 SAME_FLAVOR = ("spec.profiles: Invalid value: profiles that name one flavor.name must give it the same "
                "nodeLabels and tolerations: a ResourceFlavor has one spec")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CODE = ("k8s", "fake_ca", "demo", "scenarios", "cli", "bench")
+CODE = ("k8s", "fake_ca", "demo", "scenarios", "fleet", "cli", "bench")
 
 # (layer, packages) lowest first: the top-level folders in this order, demo/'s packages between fake_ca/ and
 # scenarios/, and scenarios/'s in three floors: the kit every story stands on, the story families, and the two
@@ -29,6 +29,7 @@ LAYERS = [
     ("scenario kit", ["scenarios", "scenarios.kit"]),        # "scenarios": its __init__ only
     ("story families", ["scenarios.walkthrough", "scenarios.upstream", "scenarios.taucluster", "scenarios.multikueue"]),
     ("scenario products", ["scenarios.kueue_specs", "scenarios.conformance"]),     # tau-demo kueue-specs, conformance
+    ("fleet", ["fleet"]),                           # the design at fleet scale: a product on the scenario kit
     ("cli", ["cli"]),
     ("bench", ["bench"]),                           # the benchmarks: they may use everything below, nothing uses them
 ]

@@ -1,0 +1,148 @@
+"""`tau-demo fleet`: the design at fleet scale (fleet/): run a fleet, remove what one left, draw runs side by side."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from fleet import report
+from fleet.checks import Verdict
+from fleet.run import Fleet, FleetRefused, clean, left_behind
+from fleet.spec import ARRIVALS, FleetError, FleetSpec, parse_shapes, plan, summary
+from k8s import poll
+from k8s.paths import RUNS, shown
+from .interrupt import on_interrupt
+from .options import CONTEXT_SETTINGS, duration, fail, kube_options
+
+FLEET_TIMEOUT = "30m"
+
+
+@click.group("fleet", context_settings=CONTEXT_SETTINGS)
+def fleet_group():
+    """The design at fleet scale: many gang Jobs through ProvisioningRequests, measured from the objects."""
+
+
+def _spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota, run_s, deadline, seed):
+    try:
+        return FleetSpec(gangs=gangs, shapes=parse_shapes(shapes), queues=queues, pools=pools, arrival=arrival,
+                         rate=rate, boot=boot, stockout=tuple(stockout), pool_max=pool_max, gpu_quota=gpu_quota,
+                         run=run_s, deadline=deadline or None, seed=seed)
+    except FleetError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+@fleet_group.command("run", context_settings=CONTEXT_SETTINGS)
+@kube_options()
+@click.option("--gangs", default=20, show_default=True, help="how many gang Jobs")
+@click.option("--shapes", default="1x8:1,2x8:2,4x8:1", show_default=True,
+              help="the gangs' shapes PODSxGPUS with a weight each")
+@click.option("--queues", default=2, show_default=True, help="ClusterQueues in the fleet's cohort (one profile each)")
+@click.option("--pools", default=2, show_default=True, help="node pools of 8-GPU nodes; queue q draws on pool q mod P")
+@click.option("--arrival", type=click.Choice(ARRIVALS), default="burst", show_default=True,
+              help="all gangs at once, or a Poisson stream of --rate gangs a second")
+@click.option("--rate", default=2.0, show_default=True, help="gangs a second of a Poisson stream")
+@click.option("--boot", default="15s", callback=duration, show_default=True,
+              help="how long a new node boots (the fake autoscaler's; the real one's kwok nodes are Ready at once)")
+@click.option("--stockout", type=int, multiple=True,
+              help="a pool (by number) out of stock: its maxNodes is 0, so every scale-up on it is refused "
+                   "(repeatable)")
+@click.option("--pool-max", type=int, default=None,
+              help="every pool's maxNodes [default: what the gangs routed to it need at once]")
+@click.option("--gpu-quota", type=int, default=None,
+              help="every queue's GPU quota [default: what the gangs routed to it need at once]")
+@click.option("--run", "run_s", default="20s", callback=duration, show_default=True,
+              help="how long each pod runs once started")
+@click.option("--deadline", default="300s", callback=duration, show_default=True,
+              help="each Job's admission deadline (0: none)")
+@click.option("--seed", default=1, show_default=True, help="the seed of the shapes, queues and arrivals")
+@click.option("--autoscaler", type=click.Choice(["fake", "real"]), default="fake", show_default=True,
+              help="the fake autoscaler, or the real Cluster Autoscaler 1.36.1 (`tau-demo toolchain ensure "
+                   "--with-real-ca`)")
+@click.option("--deadline-flag", multiple=True, metavar="FLAG",
+              help="an extra flag for the fleet's deadline controller (repeatable), e.g. its rule")
+@click.option("--timeout", default=FLEET_TIMEOUT, callback=duration, show_default=True,
+              help="how long to wait for every gang to end")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="where the run's event log, results.json and report.svg go [default: runs/<time>-fleet-<autoscaler>]")
+@click.option("--plan-only", is_flag=True, help="print the fleet and why it would be refused; make nothing")
+def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota,
+            run_s, deadline, seed, autoscaler, deadline_flag, timeout, out, plan_only):
+    """Run a fleet: its namespace `fleet`, a TauCluster `fleet` with a profile per queue (one cohort), an autoscaler
+    with the fleet's pools and a deadline controller of its own; submit every gang on its schedule, record every
+    change of their objects, wait until each succeeded or timed out, measure (phases p50/p95/p99, drain rate, start
+    skew, deadline firings by cause, control-plane cost), check the design's invariants over the whole run, then
+    remove everything it made.  Ctrl-C or SIGTERM removes it too.  Exit 0 when every check passed, 1 when one
+    failed, 2 when the fleet was refused before anything was made."""
+    p = plan(_spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota, run_s, deadline,
+                   seed))
+    for line in summary(p):
+        click.echo(line)
+    if p.refused:
+        fail("the fleet cannot run, so nothing was made:\n" + "\n".join(f"  - {r}" for r in p.refused), 2)
+    if plan_only:
+        return
+    out_dir = Path(out) if out else RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-fleet-{autoscaler}"
+    f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
+              deadline_flags=tuple(deadline_flag))
+    try:
+        f.refuse()
+    except FleetRefused as e:
+        fail(f"the fleet cannot start on this cluster, so nothing was made:\n{e}", 2)
+
+    def undo(command: str, signum: int) -> None:
+        click.echo(f"\n{command}: interrupted; removing everything the run made", err=True)
+        left = f.cleanup()
+        click.echo(f"  left behind: {', '.join(left) or 'nothing'}", err=True)
+
+    with on_interrupt("tau-demo fleet run", undo):
+        try:
+            f.start()
+            f.submit_all()
+            unfinished = f.wait_done(timeout)
+            m, verdicts = f.finish(unfinished)
+        except (FleetRefused, poll.WaitTimedOut) as e:
+            left = f.cleanup()
+            fail(f"the fleet run stopped: {e}\n  left behind: {', '.join(left) or 'nothing'}")
+        click.echo("  removing everything the run made")
+        left = f.cleanup()
+    verdicts.append(Verdict("nothing is left at the end", not left, f"left: {', '.join(left) or 'nothing'}"))
+    for line in report.lines(f"{autoscaler} autoscaler", m, verdicts):
+        click.echo(line)
+    click.echo(f"  event log, results and picture: {shown(out_dir)}")
+    sys.exit(0 if all(v.ok for v in verdicts) else 1)
+
+
+@fleet_group.command("clean", context_settings=CONTEXT_SETTINGS)
+@kube_options()
+def fleet_clean_cmd(kube_client, kubeconfig):
+    """Remove what a fleet run left (an interrupted or killed one): its controllers, namespace, TauCluster and the
+    nodes of its pools.  Exit 0 when nothing is left."""
+    k = kube_client.connect()
+    with on_interrupt("tau-demo fleet clean", None):
+        clean(k, say=click.echo)
+    left = left_behind(k)
+    click.echo(f"left behind: {', '.join(left) or 'nothing'}")
+    sys.exit(1 if left else 0)
+
+
+@fleet_group.command("report", context_settings=CONTEXT_SETTINGS)
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="the picture [default: beside the first]")
+def fleet_report_cmd(runs, out):
+    """Draw fleet runs side by side (each a directory `fleet run` wrote): one SVG and a markdown table."""
+    loaded = []
+    for d in runs:
+        try:
+            m = json.loads((Path(d) / "results.json").read_text())
+        except (OSError, ValueError) as e:
+            fail(f"{d}: no readable results.json ({e})")
+        loaded.append((f"{m.get('autoscaler', '?')} {Path(d).name}", m))
+    target = Path(out) if out else Path(runs[0]) / "side-by-side.svg"
+    target.write_text(report.svg(loaded, "Fleet runs side by side"))
+    for line in report.table(loaded):
+        click.echo(line)
+    click.echo(f"picture: {shown(target)}")

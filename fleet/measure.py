@@ -1,0 +1,140 @@
+"""What a fleet run measured, from its event log alone (pure): for each phase of a gang the time from its submission
+(p50, p95, p99), the autoscaler's drain rate, Kueue's admission rate, the start skew of each gang's pods, the
+deadline's firings split by cause, and the counts over time that the report draws.
+
+The phases, in order: QuotaReserved, request created, Provisioned, Admitted, all pods Running, Succeeded; each
+measured from the Job's first sighting to the first sighting of the state, on the watch's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import NODE, PROVREQ, WORKLOAD, Gang, provreq_state
+
+PHASES = (("QuotaReserved", "reserved"), ("request created", "requested"), ("Provisioned", "provisioned"),
+          ("Admitted", "admitted"), ("all pods Running", "running"), ("Succeeded", "succeeded"))
+QUANTILES = (50, 95, 99)
+SERIES_POINTS = 400              # at most this many points of each count over time
+
+
+def percentile(xs: list[float], q: float) -> float | None:
+    """The nearest-rank q-th percentile (None of nothing)."""
+    if not xs:
+        return None
+    ordered = sorted(xs)
+    rank = max(1, -(-len(ordered) * q // 100))           # ceil(n q / 100), at least 1
+    return ordered[int(rank) - 1]
+
+
+def rate(times: list[float]) -> float | None:
+    """Events per second over the span from the first to the last (None for fewer than two, or no span)."""
+    ts = sorted(times)
+    if len(ts) < 2 or ts[-1] <= ts[0]:
+        return None
+    return (len(ts) - 1) / (ts[-1] - ts[0])
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    count: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+def phases(gangs: dict[str, Gang]) -> list[Phase]:
+    """Every phase's time from submission, over the gangs that reached it."""
+    out = []
+    for label, attr in PHASES:
+        xs = [getattr(g, attr) - g.submitted for g in gangs.values()
+              if getattr(g, attr) is not None and g.submitted is not None]
+        out.append(Phase(label, len(xs), *(percentile(xs, q) for q in QUANTILES)))
+    return out
+
+
+def skews(gangs: dict[str, Gang]) -> list[float]:
+    """For each gang all of whose pods ran: seconds between its first and its last pod seen Running."""
+    return [max(g.pod_running.values()) - min(g.pod_running.values()) for g in gangs.values()
+            if g.pods > 1 and len(g.pod_running) >= g.pods]
+
+
+def firings(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, int]:
+    """The deadline's firings: how many timed out, by the state of their request then (events.provreq_state), and
+    how many of them were false (the gang's pool was in stock: its capacity was on its way) or true."""
+    out: dict[str, int] = {"total": 0, "false": 0, "true": 0}
+    for g in gangs.values():
+        if g.timed_out is None:
+            continue
+        out["total"] += 1
+        out["true" if g.name in out_of_stock else "false"] += 1
+        out[f"cause:{g.cause}"] = out.get(f"cause:{g.cause}", 0) + 1
+    return out
+
+
+def series(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int]]:
+    """(t, live nodes of the fleet's pools, requests pending (not yet Provisioned, Failed or refused), Workloads
+    admitted) after every record, thinned to at most SERIES_POINTS points (the last one kept)."""
+    nodes: set[str] = set()
+    pending: set[str] = set()
+    admitted: set[str] = set()
+    points = []
+    for r in records:
+        kind, name, gone = r["kind"], r["name"], r["type"] == "DELETED"
+        if kind == NODE and r.get("owner") in fleet_pools:
+            (nodes.discard if gone or r.get("deleting") else nodes.add)(name)
+        elif kind == PROVREQ:
+            waiting = provreq_state(r) in ("waiting", "accepted")
+            (pending.add if waiting and not gone else pending.discard)(name)
+        elif kind == WORKLOAD:
+            (admitted.add if r.get("admitted") and not gone else admitted.discard)(name)
+        else:
+            continue
+        points.append((r["t"], len(nodes), len(pending), len(admitted)))
+    if len(points) <= SERIES_POINTS:
+        return points
+    step = len(points) / SERIES_POINTS
+    return [points[int(i * step)] for i in range(SERIES_POINTS)] + [points[-1]]
+
+
+def peak_nodes(records: list[dict], pool: str) -> int:
+    """The most live nodes pool `pool` held at once."""
+    live: set[str] = set()
+    most = 0
+    for r in records:
+        if r["kind"] == NODE and r.get("owner") == pool:
+            (live.discard if r["type"] == "DELETED" or r.get("deleting") else live.add)(r["name"])
+            most = max(most, len(live))
+    return most
+
+
+def summary(gangs: dict[str, Gang], records: list[dict], out_of_stock: set[str], fleet_pools: set[str]) -> dict:
+    """Everything measured, as plain data (what results.json holds and the report shows)."""
+    sk = skews(gangs)
+    prov = [g.provisioned for g in gangs.values() if g.provisioned is not None]
+    adm = [g.admitted for g in gangs.values() if g.admitted is not None]
+    end = max((r["t"] for r in records), default=0.0)
+    return {
+        "gangs": len(gangs),
+        "phases": [vars(p) for p in phases(gangs)],
+        "drain_rate": rate(prov),
+        "admission_rate": rate(adm),
+        "skew": {"gangs": len(sk), "p50": percentile(sk, 50), "p95": percentile(sk, 95), "max": max(sk, default=None),
+                 "over_2s": sum(1 for s in sk if s > 2)},
+        "firings": firings(gangs, out_of_stock),
+        "succeeded": sum(1 for g in gangs.values() if g.succeeded is not None),
+        "requests": sum(len(g.requests) for g in gangs.values()),
+        "peak_nodes": {p: peak_nodes(records, p) for p in sorted(fleet_pools)},
+        "pod_start_count": sum(len(g.pod_running) for g in gangs.values()),
+        "records": len(records),
+        "span": end,
+        "admission_cdf": sorted(g.admitted - g.submitted for g in gangs.values()
+                                if g.admitted is not None and g.submitted is not None),
+        "series": series(records, fleet_pools),
+    }
+
+
+def out_of_stock_gangs(plan_gangs, stockout: tuple[int, ...]) -> set[str]:
+    """The gangs routed to a pool out of stock: their timeouts are true ones."""
+    return {g.name for g in plan_gangs if g.pool in stockout}

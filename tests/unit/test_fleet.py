@@ -1,0 +1,282 @@
+"""The fleet's pure parts on plain data: the plan and its refusals, the event log's fold, the measures, the
+invariants (each shown failing on a log that breaks it), the report."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from demo.taucluster.profile import objects, parse_all
+from fleet import checks, events, measure, report
+from fleet.run import progress_line, requests_by_verb
+from fleet.spec import (COHORT, FleetError, FleetSpec, parse_shapes, plan, pool_name, pools_document, queue_name,
+                        summary, taucluster)
+from k8s.pools import parse_pools
+
+
+# ---------------------------------------------------------------------------- the plan
+
+def test_plan_is_drawn_from_the_seed_and_routes_queue_q_to_pool_q_mod_p():
+    a, b = plan(FleetSpec(gangs=50, queues=3, pools=2, seed=7)), plan(FleetSpec(gangs=50, queues=3, pools=2, seed=7))
+    assert a == b
+    assert plan(FleetSpec(gangs=50, queues=3, pools=2, seed=8)).gangs != a.gangs
+    assert all(g.pool == g.queue % 2 for g in a.gangs)
+    assert {g.queue for g in a.gangs} == {0, 1, 2}
+    assert {str(g.gang) for g in a.gangs} == {"1x8", "2x8", "4x8"}
+    assert [g.name for g in a.gangs] == [f"fleet-{i:04d}" for i in range(50)]
+
+
+def test_default_pools_and_quotas_hold_every_gang_at_once():
+    p = plan(FleetSpec(gangs=40, queues=3, pools=2))
+    for j in range(2):
+        assert p.pool_max[j] == sum(g.gang.pods for g in p.gangs if g.pool == j)
+    for q in range(3):
+        assert p.gpu_quota[q] == sum(g.gpus for g in p.gangs if g.queue == q)
+    assert p.refused == ()
+
+
+def test_burst_arrives_at_zero_and_poisson_at_the_given_rate():
+    assert {g.at for g in plan(FleetSpec(gangs=10)).gangs} == {0.0}
+    at = sorted(g.at for g in plan(FleetSpec(gangs=2000, arrival="poisson", rate=4.0, seed=3)).gangs)
+    assert at[0] == 0.0 and at == sorted(at)
+    assert 1999 / at[-1] == pytest.approx(4.0, rel=0.1)
+
+
+def test_a_stockout_pool_has_max_zero_and_is_not_refused():
+    p = plan(FleetSpec(gangs=20, queues=2, pools=2, stockout=(1,)))
+    assert p.pool_max[1] == 0 and p.pool_max[0] > 0
+    assert p.refused == ()
+
+
+@pytest.mark.parametrize("spec, says", [
+    (FleetSpec(gangs=10, pool_max=1, shapes=(("2x8", 1),)), "needs 2 nodes of pool"),
+    (FleetSpec(gangs=10, gpu_quota=3, shapes=(("1x8", 1),)), "the whole cohort holds 6"),
+    (FleetSpec(gangs=3, shapes=(("1x16", 1),)), "a node of every pool has 8"),
+])
+def test_a_fleet_that_can_never_fit_is_refused_with_the_reason(spec, says):
+    refused = plan(spec).refused
+    assert refused and any(says in r for r in refused), refused
+
+
+def test_a_fleet_that_just_fits_is_not_refused():
+    assert plan(FleetSpec(gangs=10, pool_max=4, gpu_quota=16, shapes=(("4x8", 1),), queues=2, pools=1)).refused == ()
+    assert plan(FleetSpec(gangs=10, pool_max=1000, shapes=(("1000x8", 1),), queues=1, pools=1,
+                          gpu_quota=8000)).refused == ()
+
+
+@pytest.mark.parametrize("spec, says", [
+    (FleetSpec(gangs=0), "--gangs 0"), (FleetSpec(queues=1, pools=2), "at least as many queues"),
+    (FleetSpec(arrival="trickle"), "--arrival"), (FleetSpec(arrival="poisson", rate=0), "--rate"),
+    (FleetSpec(stockout=(2,)), "--stockout 2"), (FleetSpec(deadline=0), "--deadline"),
+    (FleetSpec(pool_max=-1), "--pool-max"),
+])
+def test_settings_out_of_range_are_errors(spec, says):
+    with pytest.raises(FleetError, match=says):
+        plan(spec)
+
+
+def test_shapes_parse_with_weights_and_refuse_nonsense():
+    assert parse_shapes("1x8:1, 2x8:3,4x8") == (("1x8", 1), ("2x8", 3), ("4x8", 1))
+    for bad, says in (("", "at least one"), ("2y8", "PODSxGPUS"), ("2x8:x", "whole number"), ("2x8:0", "at least 1")):
+        with pytest.raises(FleetError, match=says):
+            parse_shapes(bad)
+
+
+def test_the_pools_and_the_taucluster_are_what_the_parsers_accept():
+    p = plan(FleetSpec(gangs=30, queues=3, pools=2, boot=7, stockout=(1,)))
+    pools = parse_pools(pools_document(p), "fleet")
+    assert [x.name for x in pools] == [pool_name(0), pool_name(1)]
+    assert [x.max_nodes for x in pools] == list(p.pool_max) and pools[0].boot_seconds == 7
+    profiles = parse_all(taucluster(p)["spec"]["profiles"])
+    assert [x.name for x in profiles] == [queue_name(q) for q in range(3)]
+    assert {x.cohort for x in profiles} == {COHORT}
+    cq = next(o for o in objects(profiles[2], "fleet") if o["kind"] == "ClusterQueue")
+    assert cq["spec"]["cohortName"] == COHORT
+    assert cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] == pool_name(0)
+    assert summary(p)[1].endswith("out of stock: fleet-p1)")
+
+
+# ---------------------------------------------------------------------------- the event log
+
+def rec(t, kind, name, typ="MODIFIED", **kw):
+    return {"t": t, "kind": kind, "type": typ, "name": name, "rv": int(t * 10), "deleting": False, **kw}
+
+
+def pr(t, name, owner, provisioned=None, accepted=None, failed=None, typ="MODIFIED"):
+    conds = {}
+    if accepted is not None:
+        conds["Accepted"] = [accepted, ""]
+    if provisioned is not None:
+        conds["Provisioned"] = [provisioned, "Because"]
+    if failed is not None:
+        conds["Failed"] = [failed, ""]
+    return rec(t, events.PROVREQ, name, typ, owner=owner, conditions=conds)
+
+
+def wl(t, name, owner, **kw):
+    base = dict(owner=owner, reserved=False, admitted=False, active=True, finished=False, timed_out=False)
+    return rec(t, events.WORKLOAD, name, **{**base, **kw})
+
+
+def pod(t, name, owner, phase="Running"):
+    return rec(t, events.POD, name, owner=owner, phase=phase, node="n")
+
+
+def node(t, name, pool="fleet-p0", typ="ADDED", created="2026-12-05T10:00:00Z", provreq=""):
+    return rec(t, events.NODE, name, typ, owner=pool, ready=True, created=created, provreq=provreq)
+
+
+def happy(job="g1", t=0.0, pods=2):
+    return [rec(t, events.JOB, job, "ADDED", outcome=None, mirrored=False, suspended=True),
+            wl(t + 1, f"wl-{job}", job),
+            wl(t + 2, f"wl-{job}", job, reserved=True),
+            pr(t + 3, f"pr-{job}", f"wl-{job}"),
+            pr(t + 4, f"pr-{job}", f"wl-{job}", accepted="True"),
+            node(t + 5, f"n-{job}-a", provreq=f"fleet/pr-{job}"), node(t + 5, f"n-{job}-b", provreq=f"fleet/pr-{job}"),
+            pr(t + 6, f"pr-{job}", f"wl-{job}", accepted="True", provisioned="True"),
+            wl(t + 7, f"wl-{job}", job, reserved=True, admitted=True),
+            *[pod(t + 8 + i, f"{job}-p{i}", job) for i in range(pods)],
+            rec(t + 20, events.JOB, job, outcome="succeeded", mirrored=False, suspended=False)]
+
+
+def test_the_record_of_each_kind_keeps_what_the_measures_read():
+    obj = {"metadata": {"name": "p", "resourceVersion": "12", "ownerReferences": [{"kind": "Workload", "name": "w"}]},
+           "status": {"conditions": [{"type": "Provisioned", "status": "False", "reason": "CapacityIsNotFound"}]}}
+    r = events.record(1.23456, events.PROVREQ, "MODIFIED", obj)
+    assert r["t"] == 1.235 and r["rv"] == 12 and r["owner"] == "w"
+    assert r["conditions"] == {"Provisioned": ["False", "CapacityIsNotFound"]}
+    assert events.provreq_state(r) == "refused"
+    p = events.record(2, events.POD, "ADDED", {"metadata": {"name": "x", "labels": {
+        "batch.kubernetes.io/job-name": "g"}}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}})
+    assert (p["owner"], p["phase"], p["node"]) == ("g", "Running", "n1")
+
+
+@pytest.mark.parametrize("conds, state", [
+    ({}, "waiting"), ({"Accepted": ["True", ""]}, "accepted"), ({"Provisioned": ["True", ""]}, "provisioned"),
+    ({"Provisioned": ["False", "x"]}, "refused"), ({"Failed": ["True", ""], "Provisioned": ["True", ""]}, "failed"),
+])
+def test_a_requests_state(conds, state):
+    assert events.provreq_state({"conditions": conds}) == state
+    assert events.provreq_state(None) == "none"
+
+
+def test_the_fold_gives_each_phase_its_first_sighting():
+    g = events.fold(happy("g1", 10.0), {"g1": 2})["g1"]
+    assert (g.submitted, g.reserved, g.requested, g.provisioned, g.admitted, g.running, g.succeeded) == \
+           (10.0, 12.0, 13.0, 16.0, 17.0, 19.0, 30.0)
+    assert g.timed_out is None and g.requests == {"pr-g1"}
+    one_pod = events.fold(happy("g1", 10.0)[:-2], {"g1": 2})["g1"]
+    assert one_pod.running is None          # one of its two pods ran: not all of them
+
+
+def test_a_timeout_keeps_the_state_its_request_was_in():
+    log = [rec(0, events.JOB, "g", "ADDED"), wl(1, "w", "g", reserved=True), pr(2, "r", "w"),
+           wl(40, "w", "g", reserved=True, timed_out=True, active=False)]
+    assert events.fold(log, {"g": 1})["g"].cause == "waiting"
+    log[2] = pr(2, "r", "w", provisioned="False")
+    assert events.fold(log, {"g": 1})["g"].cause == "refused"
+    assert events.fold([log[0], log[1], log[3]], {"g": 1})["g"].cause == "none"
+
+
+# ---------------------------------------------------------------------------- the measures
+
+def test_percentiles_by_nearest_rank_and_rates_over_the_span():
+    xs = list(range(1, 101))
+    assert [measure.percentile(xs, q) for q in (50, 95, 99, 100)] == [50, 95, 99, 100]
+    assert measure.percentile([], 50) is None and measure.percentile([7], 99) == 7
+    assert measure.rate([0, 1, 2, 4]) == 0.75 and measure.rate([3]) is None and measure.rate([2, 2]) is None
+
+
+def test_the_summary_of_two_gangs():
+    log = sorted(happy("a", 0.0) + happy("b", 0.0, pods=1), key=lambda r: r["t"])
+    gangs = events.fold(log, {"a": 2, "b": 1})
+    m = measure.summary(gangs, log, set(), {"fleet-p0"})
+    adm = next(p for p in m["phases"] if p["name"] == "Admitted")
+    assert adm == {"name": "Admitted", "count": 2, "p50": 7.0, "p95": 7.0, "p99": 7.0}
+    assert m["skew"]["gangs"] == 1 and m["skew"]["max"] == 1.0 and m["succeeded"] == 2
+    assert m["peak_nodes"] == {"fleet-p0": 4} and m["firings"]["total"] == 0
+    assert m["admission_cdf"] == [7.0, 7.0]
+
+
+def test_firings_split_false_from_true_by_the_pool_and_by_cause():
+    gangs = {"a": events.Gang("a", 1, submitted=0, timed_out=40, cause="waiting"),
+             "b": events.Gang("b", 1, submitted=0, timed_out=41, cause="refused"),
+             "c": events.Gang("c", 1, submitted=0)}
+    assert measure.firings(gangs, {"b"}) == {"total": 2, "false": 1, "true": 1, "cause:waiting": 1,
+                                             "cause:refused": 1}
+
+
+def test_the_series_counts_nodes_pending_requests_and_admitted():
+    log = [pr(1, "r", "w"), node(2, "n1"), node(2.5, "x", pool="other"), pr(3, "r", "w", provisioned="True"),
+           wl(4, "w", "g", admitted=True), node(5, "n1", typ="DELETED")]
+    assert measure.series(log, {"fleet-p0"}) == [(1, 0, 1, 0), (2, 1, 1, 0), (3, 1, 0, 0), (4, 1, 0, 1),
+                                                 (5, 0, 0, 1)]
+    many = [node(i, f"n{i}") for i in range(1000)]
+    thin = measure.series(many, {"fleet-p0"})
+    assert len(thin) == measure.SERIES_POINTS + 1 and thin[-1] == (999, 1000, 0, 0)
+
+
+# ---------------------------------------------------------------------------- the invariants
+
+def verdicts(log, pods, pool_max=None):
+    gangs = events.fold(log, pods)
+    peaks = {p: measure.peak_nodes(log, p) for p in (pool_max or {"fleet-p0": 10})}
+    return {v.name: v for v in checks.all_checks(log, gangs, peaks, pool_max or {"fleet-p0": 10})}
+
+
+def test_a_clean_run_passes_every_check():
+    assert all(v.ok for v in verdicts(happy("a"), {"a": 2}).values())
+
+
+def test_a_committed_timeout_that_runs_fails():
+    log = [rec(0, events.JOB, "g", "ADDED"), wl(1, "w", "g", timed_out=True, active=False), pod(2, "g-p0", "g")]
+    assert not verdicts(log, {"g": 1})["a committed timeout never runs"].ok
+    log[2] = wl(2, "w", "g", timed_out=True, admitted=True)
+    assert not verdicts(log, {"g": 1})["a committed timeout never runs"].ok
+
+
+@pytest.mark.parametrize("end", [dict(mirrored=True), dict(outcome="failed"), dict(typ="DELETED")])
+def test_a_running_job_mirrored_failed_or_deleted_fails(end):
+    log = happy("a")[:-1] + [rec(30, events.JOB, "a", **{"outcome": None, "mirrored": False, **end})]
+    assert not verdicts(log, {"a": 2})["a running Job is never deleted or reported failed"].ok
+
+
+def test_a_pool_over_its_max_fails():
+    assert not verdicts(happy("a"), {"a": 2}, {"fleet-p0": 1})["a pool never exceeds its maxNodes"].ok
+
+
+def test_extra_nodes_a_second_provisioning_or_nodes_apart_fail():
+    name = "a request is provisioned once and no more nodes are made than its pods need"
+    extra = happy("a") + [node(9, "n-extra")]
+    assert not verdicts(extra, {"a": 2})[name].ok
+    again = happy("a") + [pr(10, "pr-a", "wl-a", provisioned="False"), pr(11, "pr-a", "wl-a", provisioned="True")]
+    assert not verdicts(again, {"a": 2})[name].ok
+    apart = happy("a")
+    apart[6] = node(5, "n-a-b", created="2026-12-05T10:00:03Z", provreq="fleet/pr-a")
+    assert not verdicts(apart, {"a": 2})[name].ok
+
+
+# ---------------------------------------------------------------------------- the report and the shell's pure parts
+
+def test_the_report_draws_well_formed_svg_and_a_table():
+    log = happy("a")
+    m = measure.summary(events.fold(log, {"a": 2}), log, set(), {"fleet-p0"})
+    picture = report.svg([("fake", m), ("real", m)], "t <&>")
+    root = ET.fromstring(picture)
+    assert root.tag.endswith("svg") and "t &lt;&amp;&gt;" in picture
+    assert len([e for e in root.iter() if e.tag.endswith("path")]) == 8
+    rows = report.table([("fake", m)])
+    assert rows[2].startswith("| fake | 1 | 7.0s |")
+    text = "\n".join(report.lines("fake", m, [checks.Verdict("x", False, "why")]))
+    assert "FAIL  x: why" in text and "Admitted" in text
+
+
+def test_progress_and_api_requests_by_verb():
+    gangs = events.fold(happy("a"), {"a": 2})
+    assert progress_line(12, gangs, 3).endswith("submitted 1/3 · reserved 1 · provisioned 1 · admitted 1 · "
+                                                 "running 1 · succeeded 1 · timed out 0")
+    text = ('apiserver_request_total{code="200",resource="pods",verb="GET"} 3\n'
+            'apiserver_request_total{code="201",resource="jobs",verb="POST"} 2\n'
+            'apiserver_request_total{code="200",resource="nodes",verb="GET"} 4\n# HELP x\n')
+    assert requests_by_verb(text) == {"GET": 7.0, "POST": 2.0}
