@@ -14,7 +14,7 @@ from fleet.checks import Verdict
 from fleet.run import Fleet, FleetRefused, clean, left_behind
 from fleet.spec import ARRIVALS, FleetError, FleetSpec, parse_shapes, plan, summary
 from k8s import poll
-from k8s.paths import RUNS, shown
+from k8s.paths import FLEET_RUNS, shown
 from .interrupt import on_interrupt
 from .options import CONTEXT_SETTINGS, duration, fail, kube_options
 
@@ -67,7 +67,7 @@ def _spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max,
 @click.option("--timeout", default=FLEET_TIMEOUT, callback=duration, show_default=True,
               help="how long to wait for every gang to end")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="where the run's event log, results.json and report.svg go [default: runs/<time>-fleet-<autoscaler>]")
+              help="where the run's event log, results.json and report.svg go [default: runs/fleet/<time>-<autoscaler>, which `tau-demo ui` shows at /fleet]")
 @click.option("--plan-only", is_flag=True, help="print the fleet and why it would be refused; make nothing")
 def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota,
             run_s, deadline, seed, autoscaler, deadline_flag, timeout, out, plan_only):
@@ -85,7 +85,7 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         fail("the fleet cannot run, so nothing was made:\n" + "\n".join(f"  - {r}" for r in p.refused), 2)
     if plan_only:
         return
-    out_dir = Path(out) if out else RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-fleet-{autoscaler}"
+    out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{autoscaler}"
     f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
               deadline_flags=tuple(deadline_flag))
     try:

@@ -14,6 +14,7 @@ FIDELITY_DOC = REPO / "docs" / "fidelity.md"       # written by tau-demo conform
 KUEUE_SPECS_DOC = REPO / "docs" / "kueue-specs.md"  # written by tau-demo kueue-specs
 GO_MODULES = REPO / "gomod"             # the wrapper Go modules (go.mod/go.sum) of the builds that need replace lines
 RUNS = REPO / "runs"                     # a scenario run's event logs: runs/<time>/<label>.jsonl (and .svg)
+FLEET_RUNS = RUNS / "fleet"              # a fleet run's: runs/fleet/<time>-<autoscaler>/ (events.jsonl, results.json, report.svg)
 
 
 def cache_root() -> Path:

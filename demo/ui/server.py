@@ -4,6 +4,8 @@
     GET /api/stream          Server-Sent Events: the live view now, then each time it changes
     GET /api/view?run=&at=   one log's view at time `at` (replay and its time slider); without run: the live one
     GET /api/runs            the event logs under the runs directory, newest first
+    GET /fleet               the fleet runs' reports (runs/fleet/<run>/report.svg), newest first
+    GET /fleet/<run>.svg     one fleet run's picture
 
 The live view follows the newest event log under the runs directory (runs/<run>/<label>.jsonl, the
 recorder's): every browser gets the same view from the server, so a reload or a second browser shows
@@ -35,6 +37,8 @@ HOST = "127.0.0.1"
 STATIC = Path(__file__).resolve().parent / "static"
 POLL = 0.2                         # seconds between looks at the runs directory and the live log
 RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*/[A-Za-z0-9_][A-Za-z0-9._-]*$")
+FLEET_RUN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+FLEET = "fleet"                    # fleet runs live in runs/fleet/<run>/ (`tau-demo fleet run`): not scenario logs
 
 
 class PortInUse(OSError):
@@ -240,6 +244,28 @@ async def runs_list(request: web.Request) -> web.Response:
     return web.json_response(await asyncio.to_thread(request.app[RUNS_KEY].listing))
 
 
+def fleet_reports(root: Path) -> list[Path]:
+    """The fleet runs with a picture under runs/fleet, newest first."""
+    found = [p for p in (root / FLEET).glob("*/report.svg") if FLEET_RUN.match(p.parent.name)]
+    return sorted(found, key=lambda p: (p.stat().st_mtime, p.parent.name), reverse=True)
+
+
+async def fleet_page(request: web.Request) -> web.Response:
+    reports = await asyncio.to_thread(fleet_reports, request.app[RUNS_KEY].root)
+    items = "".join(f'<h2>{p.parent.name}</h2><img src="/fleet/{p.parent.name}.svg" alt="{p.parent.name}">'
+                    for p in reports) or "<p>No fleet run yet: <code>tau-demo fleet run</code> writes one.</p>"
+    return web.Response(text=f"<!doctype html><title>Fleet runs</title><h1>Fleet runs</h1>{items}",
+                        content_type="text/html")
+
+
+async def fleet_picture(request: web.Request) -> web.Response:
+    run = request.match_info["run"]
+    path = request.app[RUNS_KEY].root / FLEET / run / "report.svg"
+    if not FLEET_RUN.match(run) or not path.is_file():
+        return _error(404, f"no fleet run {run!r} with a picture")
+    return web.Response(body=await asyncio.to_thread(path.read_bytes), content_type="image/svg+xml")
+
+
 def make_app(runs_dir: Path) -> web.Application:
     runs = Runs(runs_dir)
     app = web.Application()
@@ -249,6 +275,8 @@ def make_app(runs_dir: Path) -> web.Application:
     app.router.add_get("/api/stream", stream)
     app.router.add_get("/api/view", view)
     app.router.add_get("/api/runs", runs_list)
+    app.router.add_get("/fleet", fleet_page)
+    app.router.add_get("/fleet/{run}.svg", fleet_picture)
     app.router.add_static("/static", STATIC, append_version=False)
     return app
 

@@ -326,3 +326,20 @@ def test_tau_demo_ui_replay_prints_the_address_of_the_run(tmp_path):
     finally:
         p.terminate()
         p.wait(15)
+
+
+def test_the_fleet_page_lists_each_fleet_runs_picture_and_serves_it(runs, page):
+    status, _, body = get(page, "/fleet")
+    assert status == 200 and "No fleet run yet" in body
+    for run in ("20261205-100000-fake", "20261205-100500-real"):
+        (runs / "fleet" / run).mkdir(parents=True)
+        (runs / "fleet" / run / "report.svg").write_text(f"<svg>{run}</svg>")
+    (runs / "fleet" / "no-picture").mkdir()
+    status, _, body = get(page, "/fleet")
+    assert status == 200 and body.count("<img") == 2 and "no-picture" not in body
+    status, kind, svg = get(page, "/fleet/20261205-100500-real.svg")
+    assert (status, kind, svg) == (200, "image/svg+xml", "<svg>20261205-100500-real</svg>")
+    assert get(page, "/fleet/no-picture.svg")[0] == 404
+    assert get(page, "/fleet/..%2Fx.svg")[0] == 404
+    status, listing = get_json(page, "/api/runs")
+    assert listing == []                    # a fleet run's event log is not a scenario's
