@@ -27,6 +27,9 @@ def lines(label: str, m: dict, verdicts: list) -> list[str]:
     drain, adm = m["drain_rate"], m["admission_rate"]
     out.append(f"  drain: {drain:.2f} requests provisioned a second" if drain else "  drain: –")
     out.append(f"  admission: {adm:.2f} Workloads admitted a second" if adm else "  admission: –")
+    if m.get("autoscaler_loops"):
+        lp = m["autoscaler_loops"]
+        out.append(f"  autoscaler: {lp['loops']:.0f} loops, {lp['mean_loop_seconds'] * 1000:.0f} ms each on average")
     sk = m["skew"]
     out.append(f"  pod start skew over {sk['gangs']} multi-pod gangs: p50 {_s(sk['p50'])}, p95 {_s(sk['p95'])}, "
                f"max {_s(sk['max'])}; {sk['over_2s']} more than 2s apart")

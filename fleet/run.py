@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import urllib.request
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ import yaml
 from demo.cluster import procs
 from demo.cluster.state import State
 from demo.jobs.render import job_template, render_job
-from k8s import heartbeat, poll
+from k8s import heartbeat, metrics, poll
 from k8s import taucluster as tc
 from k8s.client import Kube
 from k8s.errors import NotFound
@@ -67,6 +69,27 @@ def _rss_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+CA_LOOP_METRIC = "cluster_autoscaler_function_duration_seconds"      # function="main": one per loop
+
+
+def real_ca_loops(log_text: str, fetch=lambda url: urllib.request.urlopen(url, timeout=5).read().decode()
+                  ) -> dict[str, float] | None:
+    """The real autoscaler's loops so far and their mean duration, from its /metrics (whose port `tau-demo real-ca`
+    logs); None when they cannot be read."""
+    port = re.search(r"metrics 127\.0\.0\.1:(\d+)", log_text)
+    if not port:
+        return None
+    try:
+        text = fetch(f"http://127.0.0.1:{port.group(1)}/metrics")
+    except OSError:
+        return None
+    count = metrics.value(text, CA_LOOP_METRIC + "_count", function="main")
+    total = metrics.value(text, CA_LOOP_METRIC + "_sum", function="main")
+    if not count:
+        return None
+    return {"loops": count, "mean_loop_seconds": (total or 0.0) / count}
 
 
 def requests_by_verb(metrics_text: str) -> dict[str, float]:
@@ -242,6 +265,8 @@ class Fleet:
         """Stop recording, measure and check; write results.json, report.svg and summary.md."""
         self._stop.set()
         cost1, verbs1 = self._cost(), requests_by_verb(self.k.raw("/metrics"))
+        scaler = next((c for c in self.controllers if c.lease == "fleet-autoscaler"), None)
+        loops = real_ca_loops(scaler.log_text()) if scaler and self.autoscaler == "real" else None
         for t in (self.tape, self._nodes):
             if t is not None:
                 t.__exit__(None, None, None)
@@ -258,6 +283,7 @@ class Fleet:
                      for n in sorted(set(cost1) | set(self._peaks))}
         m["api_requests"] = {v: verbs1.get(v, 0.0) - self._verbs0.get(v, 0.0) for v in sorted(verbs1)}
         m["unfinished"] = unfinished
+        m["autoscaler_loops"] = loops
         m["autoscaler"] = self.autoscaler
         m["spec"] = {k: v for k, v in vars(self.plan.spec).items()}
         verdicts = checks.all_checks(recs, gangs, m["peak_nodes"], pools)

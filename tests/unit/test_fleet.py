@@ -9,7 +9,7 @@ import pytest
 
 from demo.taucluster.profile import objects, parse_all
 from fleet import checks, events, measure, report
-from fleet.run import progress_line, requests_by_verb
+from fleet.run import progress_line, real_ca_loops, requests_by_verb
 from fleet.spec import (COHORT, FleetError, FleetSpec, parse_shapes, plan, pool_name, pools_document, queue_name,
                         summary, taucluster)
 from k8s.pools import parse_pools
@@ -280,3 +280,19 @@ def test_progress_and_api_requests_by_verb():
             'apiserver_request_total{code="201",resource="jobs",verb="POST"} 2\n'
             'apiserver_request_total{code="200",resource="nodes",verb="GET"} 4\n# HELP x\n')
     assert requests_by_verb(text) == {"GET": 7.0, "POST": 2.0}
+
+
+def test_the_real_autoscalers_loops_from_its_metrics():
+    page = ('cluster_autoscaler_function_duration_seconds_sum{function="main"} 12.5\n'
+            'cluster_autoscaler_function_duration_seconds_count{function="main"} 50\n'
+            'cluster_autoscaler_function_duration_seconds_count{function="scaleUp"} 7\n')
+    asked = []
+    got = real_ca_loops("x started cluster-autoscaler pid 9 (scan interval 10s, metrics 127.0.0.1:4242, log y)",
+                        lambda url: asked.append(url) or page)
+    assert got == {"loops": 50.0, "mean_loop_seconds": 0.25} and asked == ["http://127.0.0.1:4242/metrics"]
+    assert real_ca_loops("no port here", lambda url: page) is None
+
+    def dead(url):
+        raise OSError("refused")
+    assert real_ca_loops("metrics 127.0.0.1:1", dead) is None
+    assert real_ca_loops("metrics 127.0.0.1:1", lambda url: "") is None
