@@ -62,15 +62,18 @@ def _spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max,
 @click.option("--autoscaler", type=click.Choice(["fake", "real"]), default="fake", show_default=True,
               help="the fake autoscaler, or the real Cluster Autoscaler 1.36.1 (`tau-demo toolchain ensure "
                    "--with-real-ca`)")
+@click.option("--deadline-rule", type=click.Choice(["taken-up", "submitted"]), default="taken-up", show_default=True,
+              help="the deadline controller's rule: count each deadline from when an autoscaler took the gang's "
+                   "request up (bounded after submission), or from submission (the old rule)")
 @click.option("--deadline-flag", multiple=True, metavar="FLAG",
-              help="an extra flag for the fleet's deadline controller (repeatable), e.g. its rule")
+              help="an extra flag for the fleet's deadline controller (repeatable), e.g. --max-wait-factor=2")
 @click.option("--timeout", default=FLEET_TIMEOUT, callback=duration, show_default=True,
               help="how long to wait for every gang to end")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="where the run's event log, results.json and report.svg go [default: runs/fleet/<time>-<autoscaler>, which `tau-demo ui` shows at /fleet]")
 @click.option("--plan-only", is_flag=True, help="print the fleet and why it would be refused; make nothing")
 def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota,
-            run_s, deadline, seed, autoscaler, deadline_flag, timeout, out, plan_only):
+            run_s, deadline, seed, autoscaler, deadline_rule, deadline_flag, timeout, out, plan_only):
     """Run a fleet: its namespace `fleet`, a TauCluster `fleet` with a profile per queue (one cohort), an autoscaler
     with the fleet's pools and a deadline controller of its own; submit every gang on its schedule, record every
     change of their objects, wait until each succeeded or timed out, measure (phases p50/p95/p99, drain rate, start
@@ -85,9 +88,9 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         fail("the fleet cannot run, so nothing was made:\n" + "\n".join(f"  - {r}" for r in p.refused), 2)
     if plan_only:
         return
-    out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{autoscaler}"
+    out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{autoscaler}-{deadline_rule}"
     f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
-              deadline_flags=tuple(deadline_flag))
+              deadline_flags=("--rule", deadline_rule, *deadline_flag))
     try:
         f.refuse()
     except FleetRefused as e:

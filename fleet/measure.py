@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import NODE, PROVREQ, WORKLOAD, Gang, provreq_state
+from .events import NODE, POD, PROVREQ, WORKLOAD, Gang, provreq_state
 
 PHASES = (("QuotaReserved", "reserved"), ("request created", "requested"), ("Provisioned", "provisioned"),
           ("Admitted", "admitted"), ("all pods Running", "running"), ("Succeeded", "succeeded"))
@@ -133,6 +133,43 @@ def summary(gangs: dict[str, Gang], records: list[dict], out_of_stock: set[str],
                                 if g.admitted is not None and g.submitted is not None),
         "series": series(records, fleet_pools),
     }
+
+
+def state_at(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int]]:
+    """(t, live nodes of the fleet's pools, pods not finished, requests pending) after every record: what an
+    autoscaler's loop had to look at then."""
+    nodes: set[str] = set()
+    pods: set[str] = set()
+    pending: set[str] = set()
+    out = []
+    for r in records:
+        kind, name, gone = r["kind"], r["name"], r["type"] == "DELETED"
+        if kind == NODE and r.get("owner") in fleet_pools:
+            (nodes.discard if gone or r.get("deleting") else nodes.add)(name)
+        elif kind == POD:
+            (pods.discard if gone or r.get("phase") in ("Succeeded", "Failed") else pods.add)(name)
+        elif kind == PROVREQ:
+            (pending.add if provreq_state(r) in ("waiting", "accepted") and not gone else pending.discard)(name)
+        else:
+            continue
+        out.append((r["t"], len(nodes), len(pods), len(pending)))
+    return out
+
+
+def loop_samples(scrapes: list[tuple[float, float, float]], records: list[dict], fleet_pools: set[str]
+                 ) -> list[tuple[float, float, float, float, float]]:
+    """The real autoscaler's loop time against what it looked at: for each interval between two scrapes of its
+    metrics in which it ran loops, (nodes, pods, pending requests at the interval's start, loops, mean seconds a
+    loop)."""
+    states = state_at(records, fleet_pools)
+    out = []
+    for (t0, c0, s0), (t1, c1, s1) in zip(scrapes, scrapes[1:]):
+        if c1 <= c0:
+            continue
+        before = [s for s in states if s[0] <= t0]
+        _, n, p, q = before[-1] if before else (0, 0, 0, 0)
+        out.append((n, p, q, c1 - c0, (s1 - s0) / (c1 - c0)))
+    return out
 
 
 def out_of_stock_gangs(plan_gangs, stockout: tuple[int, ...]) -> set[str]:

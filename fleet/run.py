@@ -74,8 +74,12 @@ def _rss_mb(pid: int) -> float:
 CA_LOOP_METRIC = "cluster_autoscaler_function_duration_seconds"      # function="main": one per loop
 
 
-def real_ca_loops(log_text: str, fetch=lambda url: urllib.request.urlopen(url, timeout=5).read().decode()
-                  ) -> dict[str, float] | None:
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.read().decode()
+
+
+def real_ca_loops(log_text: str, fetch=_fetch) -> dict[str, float] | None:
     """The real autoscaler's loops so far and their mean duration, from its /metrics (whose port `tau-demo real-ca`
     logs); None when they cannot be read."""
     port = re.search(r"metrics 127\.0\.0\.1:(\d+)", log_text)
@@ -89,7 +93,7 @@ def real_ca_loops(log_text: str, fetch=lambda url: urllib.request.urlopen(url, t
     total = metrics.value(text, CA_LOOP_METRIC + "_sum", function="main")
     if not count:
         return None
-    return {"loops": count, "mean_loop_seconds": (total or 0.0) / count}
+    return {"loops": count, "seconds": total or 0.0, "mean_loop_seconds": (total or 0.0) / count}
 
 
 def requests_by_verb(metrics_text: str) -> dict[str, float]:
@@ -121,6 +125,7 @@ class Fleet:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _peaks: dict = field(default_factory=dict)
+    _loop_samples: list = field(default_factory=list)     # (t, loops so far, seconds in loops so far): the real CA's
     _cost0: dict = field(default_factory=dict)
     _verbs0: dict = field(default_factory=dict)
     _table_before: dict | None = None
@@ -257,9 +262,14 @@ class Fleet:
         return {name: sum(_cpu_seconds(p) or 0.0 for p in pids) for name, pids in self._pids().items()}
 
     def _sample_memory(self) -> None:
+        scaler = next((c for c in self.controllers if c.lease == "fleet-autoscaler"), None)
         while not self._stop.wait(COST_EVERY):
             for name, pids in self._pids().items():
                 self._peaks[name] = max(self._peaks.get(name, 0.0), sum(_rss_mb(p) for p in pids))
+            if scaler is not None and self.autoscaler == "real" and self.t0:
+                got = real_ca_loops(scaler.log_text())
+                if got:
+                    self._loop_samples.append((round(time.monotonic() - self.t0, 3), got["loops"], got["seconds"]))
 
     def finish(self, unfinished: list[str]) -> tuple[dict, list]:
         """Stop recording, measure and check; write results.json, report.svg and summary.md."""
@@ -284,7 +294,9 @@ class Fleet:
         m["api_requests"] = {v: verbs1.get(v, 0.0) - self._verbs0.get(v, 0.0) for v in sorted(verbs1)}
         m["unfinished"] = unfinished
         m["autoscaler_loops"] = loops
+        m["loop_samples"] = measure.loop_samples(self._loop_samples, recs, set(pools))
         m["autoscaler"] = self.autoscaler
+        m["deadline_flags"] = list(self.deadline_flags)
         m["spec"] = {k: v for k, v in vars(self.plan.spec).items()}
         verdicts = checks.all_checks(recs, gangs, m["peak_nodes"], pools)
         verdicts.append(checks.Verdict("every gang ended (succeeded or timed out)", not unfinished,

@@ -289,10 +289,19 @@ def test_the_real_autoscalers_loops_from_its_metrics():
     asked = []
     got = real_ca_loops("x started cluster-autoscaler pid 9 (scan interval 10s, metrics 127.0.0.1:4242, log y)",
                         lambda url: asked.append(url) or page)
-    assert got == {"loops": 50.0, "mean_loop_seconds": 0.25} and asked == ["http://127.0.0.1:4242/metrics"]
+    assert got == {"loops": 50.0, "seconds": 12.5, "mean_loop_seconds": 0.25} and asked == ["http://127.0.0.1:4242/metrics"]
     assert real_ca_loops("no port here", lambda url: page) is None
 
     def dead(url):
         raise OSError("refused")
     assert real_ca_loops("metrics 127.0.0.1:1", dead) is None
     assert real_ca_loops("metrics 127.0.0.1:1", lambda url: "") is None
+
+
+def test_loop_samples_pair_each_scrape_interval_with_what_the_loop_looked_at():
+    log = [node(1, "n1"), pod(1.5, "p1", "g"), pr(2, "r", "w"), node(3, "n2"), pod(4, "p1", "g", phase="Succeeded"),
+           pr(4.5, "r", "w", provisioned="True")]
+    assert measure.state_at(log, {"fleet-p0"}) == [(1, 1, 0, 0), (1.5, 1, 1, 0), (2, 1, 1, 1), (3, 2, 1, 1),
+                                                   (4, 2, 0, 1), (4.5, 2, 0, 0)]
+    scrapes = [(0.5, 10, 1.0), (2.5, 14, 3.0), (3.5, 14, 3.0), (5.0, 15, 4.5)]
+    assert measure.loop_samples(scrapes, log, {"fleet-p0"}) == [(0, 0, 0, 4, 0.5), (2, 1, 1, 1, 1.5)]
