@@ -65,6 +65,9 @@ def _spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max,
 @click.option("--deadline-rule", type=click.Choice(["taken-up", "submitted"]), default="taken-up", show_default=True,
               help="the deadline controller's rule: count each deadline from when an autoscaler took the gang's "
                    "request up (bounded after submission), or from submission (the old rule)")
+@click.option("--autoscaler-flag", multiple=True, metavar="FLAG",
+              help="an extra flag for the autoscaler (repeatable): the fake's own, or the real Cluster Autoscaler's "
+                   "(e.g. --autoscaler-flag=--kube-client-qps=1000)")
 @click.option("--deadline-flag", multiple=True, metavar="FLAG",
               help="an extra flag for the fleet's deadline controller (repeatable), e.g. --max-wait-factor=2")
 @click.option("--timeout", default=FLEET_TIMEOUT, callback=duration, show_default=True,
@@ -73,7 +76,7 @@ def _spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max,
               help="where the run's event log, results.json and report.svg go [default: runs/fleet/<time>-<autoscaler>, which `tau-demo ui` shows at /fleet]")
 @click.option("--plan-only", is_flag=True, help="print the fleet and why it would be refused; make nothing")
 def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota,
-            run_s, deadline, seed, autoscaler, deadline_rule, deadline_flag, timeout, out, plan_only):
+            run_s, deadline, seed, autoscaler, deadline_rule, autoscaler_flag, deadline_flag, timeout, out, plan_only):
     """Run a fleet: its namespace `fleet`, a TauCluster `fleet` with a profile per queue (one cohort), an autoscaler
     with the fleet's pools and a deadline controller of its own; submit every gang on its schedule, record every
     change of their objects, wait until each succeeded or timed out, measure (phases p50/p95/p99, drain rate, start
@@ -90,7 +93,7 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         return
     out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{autoscaler}-{deadline_rule}"
     f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
-              deadline_flags=("--rule", deadline_rule, *deadline_flag))
+              deadline_flags=("--rule", deadline_rule, *deadline_flag), autoscaler_flags=tuple(autoscaler_flag))
     try:
         f.refuse()
     except FleetRefused as e:

@@ -30,7 +30,7 @@ from k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
 from k8s.runtime import Store
 from k8s.watch import Event, wait_for_caches
 
-from . import booking, lifecycle, outbox, planner, scaledown, status
+from . import booking, lifecycle, outbox, pace, planner, scaledown, status
 from . import conditions as C
 from . import nodes as vm
 from k8s.pools import Pool, node_manifest, pools_to_configmap
@@ -105,6 +105,7 @@ class FakeCA:
     # ------------------------------------------------------------------ one loop
     def run_once(self) -> float:
         """One loop; returns the seconds to wait before the next."""
+        began = time.monotonic()
         now = self.now()
         plan = lifecycle.plan_loop(self.cluster(), self.pools, self.memory, now, self.opts)
         self.memory = plan.memory
@@ -122,6 +123,9 @@ class FakeCA:
             self._apply_pick(plan.pick)
         scaled_down = self.scale_down()
         self.publish_status()
+        if self.opts.pace and plan.pick is not None:       # as long as the real autoscaler's loop would take
+            time.sleep(pace.rest(pace.MODEL, *pace.looked_at(self.nodes.items(), self.pods.items(),
+                                                             self.provreqs.items()), time.monotonic() - began))
         return lifecycle.next_wait(plan, scaled_down, self.opts)
 
     def publish_status(self) -> None:

@@ -97,6 +97,11 @@ class Options:
         7 * 24 * 3600.0, "delete a request this long after its Provisioned or Failed condition last changed, whatever "
                          "its status (DeleteOldProvReqs; per request: parameters.fakeCATTLSeconds)",
         real="7 days, hardcoded")
+    pace: bool = setting(
+        True, "a loop that takes up a request lasts at least as long as the real CA 1.36.1's loop measured on this "
+              "machine (fake_ca/pace.MODEL: its loop time fitted to the nodes, pods and pending requests it looks at); "
+              "--no-pace: as fast as the fake's own work, several times faster than the real one at fleet scale",
+        real="its own loop's cost", off="no-pace")
     max_refresh_updates: int = 20               # real: 20 updates a loop (no flag)
 
     @property

@@ -26,6 +26,17 @@ class LoopModel:
 
 
 OFF = LoopModel()
+MODEL = OFF      # replaced by the fit of the side-by-side runs (docs/autoscaler.md)
+
+
+def looked_at(nodes: list[dict], pods: list[dict], requests: list[dict]) -> tuple[int, int, int]:
+    """What a loop looks at: the nodes, the pods not finished, the requests not yet answered (neither Provisioned
+    nor Failed True)."""
+    live = sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+    waiting = sum(1 for r in requests if not any(
+        c.get("type") in ("Provisioned", "Failed") and c.get("status") == "True"
+        for c in (r.get("status") or {}).get("conditions") or []))
+    return len(nodes), live, waiting
 
 
 def loop_seconds(model: LoopModel, nodes: int, pods: int, requests: int) -> float:

@@ -9,12 +9,14 @@ every gang to end, measure, and remove everything it made — at the end, and (t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import urllib.request
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +44,7 @@ MANAGER = "tau-demo-fleet"
 READY_TIMEOUT = 60.0          # seconds for the TauCluster's profiles to be ProvisioningReady
 START_TIMEOUT = 300.0         # seconds for a controller to say its caches synced (the real CA lists first)
 GONE_TIMEOUT = 300.0          # seconds for what the fleet made to go at cleanup
+SUBMITTERS = 8                # clients that create a burst's Jobs at once
 PROGRESS_EVERY = 5.0          # seconds between progress lines
 COST_EVERY = 2.0              # seconds between samples of the control plane's memory
 TRACKED = {JOB.plural: events.JOB, WORKLOAD.plural: events.WORKLOAD, PROVREQ.plural: events.PROVREQ,
@@ -116,6 +119,7 @@ class Fleet:
     out_dir: Path
     say: object = print
     deadline_flags: tuple[str, ...] = ()  # extra flags of the deadline controller (its rule)
+    autoscaler_flags: tuple[str, ...] = ()   # extra flags of the autoscaler (the real CA's go after `--`)
     made: list = field(default_factory=list)            # (resource, name, namespace) in the order made
     controllers: list = field(default_factory=list)
     records: list = field(default_factory=list)
@@ -161,8 +165,7 @@ class Fleet:
         self.say(f"  TauCluster {TAUCLUSTER_NAME}: {self.plan.spec.queues} profiles; waiting for ProvisioningReady")
         poll.until(self._profiles_ready, READY_TIMEOUT, f"TauCluster {TAUCLUSTER_NAME}'s profiles to be ProvisioningReady",
                    0.5)
-        scaler = (["real-ca", "--pools", str(pools_file)] if self.autoscaler == "real"
-                  else ["fake-ca", "--pools", str(pools_file)])
+        scaler = autoscaler_argv(self.autoscaler, pools_file, self.autoscaler_flags)
         self._controller("fleet-autoscaler", scaler, f"the {self.autoscaler} autoscaler")
         self._controller("fleet-deadline", ["deadline", "--class", DEADLINE_CLASS, "-n", FLEET_NS,
                                             *self.deadline_flags], "the deadline controller")
@@ -215,16 +218,22 @@ class Fleet:
         threading.Thread(target=self._progress, name="fleet-progress", daemon=True).start()
         spec = self.plan.spec
         tmpl = job_template()
-        for g in sorted(self.plan.gangs, key=lambda g: g.at):
-            wait = self.t0 + g.at - time.monotonic()
-            if wait > 0:
-                poll.pause(wait)
-            if poll.cancelled():
-                raise KeyboardInterrupt
+
+        def submit(g) -> None:
             job = render_job(tmpl, g.name, FLEET_NS, queue_name(g.queue), g.gang, f"{spec.run:g}s",
                              f"{spec.deadline:g}s" if spec.deadline else None, {},
                              {DEADLINE_CLASS_ANNOTATION: DEADLINE_CLASS})
             self.k.create(JOB, job, FLEET_NS)
+        # the gangs due at one moment (a burst: all of them) are created by SUBMITTERS clients at once, as many users
+        # would; a Poisson stream's gangs one by one, each at its time
+        with ThreadPoolExecutor(max_workers=SUBMITTERS) as pool:
+            for at, due in itertools.groupby(sorted(self.plan.gangs, key=lambda g: g.at), key=lambda g: g.at):
+                wait = self.t0 + at - time.monotonic()
+                if wait > 0:
+                    poll.pause(wait)
+                if poll.cancelled():
+                    raise KeyboardInterrupt
+                list(pool.map(submit, due))
         self.say(f"  {len(self.plan.gangs)} gangs submitted in {time.monotonic() - self.t0:.1f}s")
 
     def gangs(self) -> dict[str, events.Gang]:
@@ -297,6 +306,7 @@ class Fleet:
         m["loop_samples"] = measure.loop_samples(self._loop_samples, recs, set(pools))
         m["autoscaler"] = self.autoscaler
         m["deadline_flags"] = list(self.deadline_flags)
+        m["autoscaler_flags"] = list(self.autoscaler_flags)
         m["spec"] = {k: v for k, v in vars(self.plan.spec).items()}
         verdicts = checks.all_checks(recs, gangs, m["peak_nodes"], pools)
         verdicts.append(checks.Verdict("every gang ended (succeeded or timed out)", not unfinished,
@@ -332,6 +342,13 @@ class Fleet:
 
 
 FLEET_SELECTOR = f"{TAUCLUSTER_LABEL}={TAUCLUSTER_NAME}"
+
+
+def autoscaler_argv(autoscaler: str, pools_file: Path, flags: tuple[str, ...] = ()) -> list[str]:
+    """The `tau-demo` command of the fleet's autoscaler (pure): the real CA's own flags go after `--`."""
+    if autoscaler == "real":
+        return ["real-ca", "--pools", str(pools_file), *(["--", *flags] if flags else [])]
+    return ["fake-ca", "--pools", str(pools_file), *flags]
 
 
 def _children(pid: int) -> list[int]:

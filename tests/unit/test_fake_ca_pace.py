@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_ca.pace import OFF, LoopModel, fit, loop_seconds, rest
+from fake_ca.pace import OFF, LoopModel, fit, loop_seconds, looked_at, rest
 
 
 def test_a_loops_time_grows_with_what_it_looks_at():
@@ -42,3 +42,15 @@ def test_the_fit_drops_a_coefficient_the_data_would_make_negative():
 def test_the_fit_of_one_flat_sample_is_its_mean():
     got = fit([(0, 0, 0, 4, 0.25), (0, 0, 0, 1, 0.5)])
     assert got.base == pytest.approx(0.3) and got.per_node == got.per_pod == got.per_request == 0.0
+
+
+def test_a_loop_looks_at_every_node_the_pods_not_finished_and_the_requests_not_answered():
+    def pod(phase):
+        return {"status": {"phase": phase}}
+
+    def req(*conds):
+        return {"status": {"conditions": [{"type": t, "status": s} for t, s in conds]}}
+    pods = [pod("Running"), pod("Pending"), pod("Succeeded"), pod("Failed"), {}]
+    reqs = [req(), req(("Accepted", "True")), req(("Provisioned", "False")), req(("Provisioned", "True")),
+            req(("Failed", "True")), {"status": None}]
+    assert looked_at([{}, {}], pods, reqs) == (2, 3, 4)
