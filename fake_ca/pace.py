@@ -7,7 +7,7 @@ less, so without a model it drains a queue several times faster than the real on
 fake's loop lasts at least `loop_seconds(MODEL, nodes, pods, requests)`: a loop that finishes sooner waits out the
 rest, busy as the real one is (no event cuts it short).
 
-MODEL is fitted (`fit`, least squares with coefficients ≥ 0) to the real autoscaler's loop time measured against the
+MODEL is fitted (`fit_model`, least squares with coefficients ≥ 0) to the real autoscaler's loop time measured against the
 nodes, pods and pending requests it looked at, sampled every 2 s during fleet runs (`tau-demo fleet run --autoscaler
 real`, fleet/measure.loop_samples); docs/autoscaler.md gives the runs, their commit and the fit.
 """
@@ -49,7 +49,7 @@ def rest(model: LoopModel, nodes: int, pods: int, requests: int, spent: float) -
     return max(0.0, loop_seconds(model, nodes, pods, requests) - spent)
 
 
-def fit(samples: list[tuple[float, float, float, float, float]]) -> LoopModel:
+def fit_model(samples: list[tuple[float, float, float, float, float]]) -> LoopModel:
     """The model closest (least squares, weighted by the loops each sample holds) to samples of (nodes, pods, pending
     requests, loops, mean seconds a loop), every coefficient 0 or more: a coefficient the data would make negative is
     dropped and the rest fitted again."""

@@ -67,7 +67,7 @@ def settings(pyproject: Path = REPO / "pyproject.toml") -> Settings:
 IO_IMPORTS = frozenset({"os", "sys", "subprocess", "socket", "signal", "threading", "time", "shutil", "tempfile",
                         "tarfile", "urllib", "http", "kubernetes", "urllib3", "click", "concurrent", "logging",
                         "asyncio", "select", "selectors", "multiprocessing"})
-CODE = ("k8s", "fake_ca", "demo", "scenarios", "cli")
+CODE = ("k8s", "fake_ca", "demo", "scenarios", "fleet", "cli")
 
 
 def _imports(path: Path, repo: Path) -> tuple[set[str], set[str]]:

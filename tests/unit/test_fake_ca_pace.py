@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_ca.pace import OFF, LoopModel, fit, loop_seconds, looked_at, rest
+from fake_ca.pace import OFF, LoopModel, fit_model, loop_seconds, looked_at, rest
 
 
 def test_a_loops_time_grows_with_what_it_looks_at():
@@ -27,7 +27,7 @@ def test_the_fit_recovers_a_known_model():
     truth = LoopModel(base=0.08, per_node=0.003, per_pod=0.0005, per_request=0.002)
     samples = [(n, p, q, 1 + (n % 3), loop_seconds(truth, n, p, q))
                for n in (0, 10, 50, 200) for p in (0, 40, 300) for q in (0, 5, 60)]
-    got = fit(samples)
+    got = fit_model(samples)
     for name in ("base", "per_node", "per_pod", "per_request"):
         assert getattr(got, name) == pytest.approx(getattr(truth, name), abs=1e-9), name
 
@@ -35,12 +35,12 @@ def test_the_fit_recovers_a_known_model():
 def test_the_fit_drops_a_coefficient_the_data_would_make_negative():
     # loop time falls as requests grow (noise): no negative cost per request; the rest is fitted again
     samples = [(n, 0, q, 1, 0.1 + 0.001 * n - 0.0001 * q) for n in (0, 100, 200) for q in (0, 50, 100)]
-    got = fit(samples)
+    got = fit_model(samples)
     assert got.per_request == 0.0 and got.per_node > 0 and got.base > 0
 
 
 def test_the_fit_of_one_flat_sample_is_its_mean():
-    got = fit([(0, 0, 0, 4, 0.25), (0, 0, 0, 1, 0.5)])
+    got = fit_model([(0, 0, 0, 4, 0.25), (0, 0, 0, 1, 0.5)])
     assert got.base == pytest.approx(0.3) and got.per_node == got.per_pod == got.per_request == 0.0
 
 
