@@ -34,7 +34,7 @@ from k8s.keys import (CA_STATUS, DEADLINE_CLASS_ANNOTATION, FAKE_CA_LEASE, POOL_
 from k8s.resources import (CLUSTER_QUEUE, CONFIG_MAP, JOB, NAMESPACE, NODE, POD, PROVREQ, TAUCLUSTER, WORKLOAD,
                            Resource)
 from k8s.tape import Tape
-from scenarios.controllers import READY_LINE, Controller, controllers_dir
+from scenarios.kit.controllers import READY_LINE, Controller, controllers_dir
 
 from . import checks, events, measure, report
 from .spec import NAMESPACE as FLEET_NS
