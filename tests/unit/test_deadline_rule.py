@@ -277,6 +277,21 @@ def test_a_stockout_taken_up_late_is_caught_within_the_budget_of_its_take_up():
         cause=Cause(Bound.TAKEN_UP, Waiting.CAPACITY))
 
 
+def test_the_take_up_seen_before_counts_in_the_decision():
+    # Kueue's second attempt, not taken up yet; the first was taken up at 77 s (the controller remembers it)
+    retry = counting(Rule.TAKEN_UP, waiting(2), seen=at(77))
+    assert dl.decide_workload(job(), RESERVED, at(100), retry) == dl.Decision(
+        dl.Action.WAIT, "deadline (67s later for the wait to be taken up) in 7.0s", after=7.0)
+
+
+def test_the_submission_deadline_of_a_job_without_creation_time_names_its_annotation():
+    no_creation = job()
+    del no_creation["metadata"]["creationTimestamp"]
+    with pytest.raises(dl.BadDeadline) as e:
+        dl.deadline_of(no_creation)
+    assert (e.value.key, str(e.value)) == (DEADLINE, "the Job has no creationTimestamp")
+
+
 def test_admission_won_no_deadline_and_malformed_annotations_under_the_new_rule():
     # admission won, no deadline, a malformed deadline: as under the old rule, whatever the requests say
     admitted = K.workload([K.cond("QuotaReserved", "True", "QuotaReserved", at=1),
