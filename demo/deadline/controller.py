@@ -16,9 +16,10 @@ When the deadline falls is rule.py's: the controller also caches the Provisionin
 Workload's uid, from the same list+watch helper), looks at a Job again whenever one of its requests changes, and
 remembers per Workload the earliest take-up it saw (the autoscaler rewrites the condition times at every retry).
 That memory lives in the process: after a restart the deadline is counted from the earliest take-up the requests
-still show, which can only make it later, never past the outer bound.  A request the cache has not seen yet
-counts as none (for the moment of the cache's lag); the commit is guarded by the Workload's resourceVersion as
-before, whatever the rule said.
+still show (later, if a retry rewrote it; never past the outer bound), or, for a Workload between two of Kueue's
+attempts (no request at that moment), from submission, as for one waiting for quota.  A request the cache has not
+seen yet counts as none (for the moment of the cache's lag); the commit is guarded by the Workload's
+resourceVersion as before, whatever the rule said.
 
 A deadline is a timer that fires at the deadline into the queue's urgent tier, which is served
 before everything else; after a commit the key's owner steps go to the normal tier, so the commits
