@@ -81,7 +81,7 @@ def no_request_before_quota(ctx: Context) -> None:
                   f"({(condition(env.get(wl), QUOTA_RESERVED) or {}).get('message', '')[:80]})")
         ctx.check(not env.created(prefix), f"and no ProvisioningRequest of it exists (none named {prefix}*, watched)")
         ctx.step("The first Job leaves: the second gets the quota, and then its request")
-        ctx.delete_job(meta(first.job)["name"], namespace=meta(first.job)["namespace"])
+        ctx.delete_job(meta(first_job.job)["name"], namespace=meta(first_job.job)["namespace"])
         reserved = env.wait_for(wl, workloads.quota_reserved, 30, "the second Job's quota")
         env.wait_request(second.request, what="the second Job's request")
         ctx.check(*made_after_quota(env, wl, prefix, f"its request {second.request}",
