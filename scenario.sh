@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The walkthrough: success, timeout and race paths on the real cluster made by ./setup.sh.
 #   AUTO=1 ./scenario.sh            never waits for input
-#   ./scenario.sh race              one group (success, timeout, race, beyond, upstream, kueue-specs, taucluster,
-#                                   multikueue) or scenario
+#   ./scenario.sh race              one group (success, timeout, race, beyond, gangs, upstream, kueue-specs,
+#                                   taucluster, multikueue) or scenario
 #   AUTO=1 ./scenario.sh --upstream the walkthrough, then the known defects of Kueue v0.19.2 and the Cluster
 #                                   Autoscaler 1.36.1 (scenarios/upstream/)
 #   ./scenario.sh upstream          only those; `.venv/bin/tau-demo scenario list` shows every scenario

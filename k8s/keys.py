@@ -17,6 +17,7 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 APP_NAME_LABEL = "app.kubernetes.io/name"
 NODE_READY = "Ready"                                                 # Node condition type
 POD_SCHEDULED = "PodScheduled"                                       # Pod condition type
+POD_UNSCHEDULABLE = "Unschedulable"                                  # its reason: no node fits the pod
 CRD_ESTABLISHED = "Established"                                      # CustomResourceDefinition condition type
 JOB_COMPLETE, JOB_FAILED = "Complete", "Failed"                      # Job condition types
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"                     # kubelet registers a node with it
@@ -46,7 +47,8 @@ METRICS_READER = "kueue-metrics-reader"                              # ServiceAc
 # Workload events Kueue records
 EVENT_PROVREQ_CREATED = "ProvisioningRequestCreated"
 EVENT_CHECK_REJECTED = "AdmissionCheckRejected"                      # "Deactivated due to AdmissionCheck in Rejected state"
-PODS_READY_TIMEOUT = "PodsReadyTimeout"
+PODS_READY = "PodsReady"                                             # Workload condition (waitForPodsReady)
+PODS_READY_TIMEOUT = "PodsReadyTimeout"                              # Evicted reason: not all pods Ready in time
 
 
 class CheckState(StrEnum):
@@ -130,7 +132,9 @@ UPSTREAM_PREFIX = "upstream-"                                        # every Kue
 SPECS_NAMESPACE = "kueue-specs"
 SPEC_PREFIX = "kueue-spec-"
 TAUCLUSTER_SCENARIO_PREFIX = "tc-"                                   # the taucluster group's TauClusters and profiles
-SCENARIO_PREFIXES = (UPSTREAM_PREFIX, SPEC_PREFIX, TAUCLUSTER_SCENARIO_PREFIX)     # ctx.leftovers() looks for these
+GANG_OTHER_PREFIX = "gangs-other-"                                   # the gangs group's pods of another workload
+SCENARIO_PREFIXES = (UPSTREAM_PREFIX, SPEC_PREFIX, TAUCLUSTER_SCENARIO_PREFIX,    # ctx.leftovers() looks for these
+                     GANG_OTHER_PREFIX)
 EXTERNAL_CHECK_CONTROLLER = "tau-demo.io/external-check"             # controllerName of a scenario's own check
 EXTERNAL_CHECK_FIELD_MANAGER = "tau-demo-external-check"             # what that controller applies
 

@@ -18,7 +18,7 @@ from k8s import node as nodes_
 from k8s import provreq as provreqs_
 from k8s import workload as workloads
 from k8s.keys import (ACCEPTED, BOOTS_AT_ANNOTATION, CHECK_NAME, DECISION_ANNOTATION, DECISION_TIME_ANNOTATION,
-                      EVICTED, FAILED, POD_SCHEDULED, POOL_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION,
+                      EVICTED, FAILED, POD_SCHEDULED, POD_UNSCHEDULABLE, POOL_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION,
                       TERMINAL_REASON_ANNOTATION)
 from k8s.objects import Obj, annotations, condition, created_at, deleting, labels, parse_time, spec
 from k8s.objects import name as name_of
@@ -204,7 +204,7 @@ def _pod_lane(pod: Obj) -> tuple[str, ObjectLane]:
     unscheduled = condition(pod, POD_SCHEDULED)
     if not node and unscheduled is not None and unscheduled.get("status") == "False":
         message = unscheduled.get("message")
-        detail = (unscheduled.get("reason") or "Unschedulable") + (f": {message}" if message else "")
+        detail = (unscheduled.get("reason") or POD_UNSCHEDULABLE) + (f": {message}" if message else "")
     return f"Pod {name}", ObjectLane("Pods", name, state, detail)
 
 

@@ -17,7 +17,7 @@ from .scenario import Group, Scenario
 
 # The groups in the order `tau-demo scenario list` shows them; the walkthrough groups among them make up "all", in
 # this order.  Each `Group` is declared by its family (`GROUPS`: what it is, and what the runner asks of it).
-GROUP_ORDER = ("success", "timeout", "race", "beyond", "upstream", "kueue-specs", "taucluster", "multikueue")
+GROUP_ORDER = ("success", "timeout", "race", "beyond", "gangs", "upstream", "kueue-specs", "taucluster", "multikueue")
 ALL = "all"     # the walkthrough
 
 

@@ -224,17 +224,17 @@ class Context:
     def left_objects(self) -> list[tuple]:
         """Everything a finished scenario must not leave behind, as (resource, name, namespace or None), read now:
         the Jobs, Workloads and ProvisioningRequests of the scenarios' namespaces, every autoscaler's live nodes,
-        and the Kueue objects and TauClusters the upstream scenarios, Kueue's specs and the taucluster group make
-        (by their names' prefixes).  What leftovers() lists and `tau-demo clean` removes (runner.clean)."""
+        and the Kueue objects, TauClusters and pods the upstream scenarios, Kueue's specs, the taucluster group and
+        the gangs group make (by their names' prefixes).  What leftovers() lists and `tau-demo clean` removes (runner.clean)."""
         out: list[tuple] = []
         for ns in self.namespaces:
             for res in (JOB, WORKLOAD, PROVREQ):
                 out += [(res, i["metadata"]["name"], ns) for i in self.k.list(res, ns)[0]]
         out += [(NODE, n["metadata"]["name"], None) for n in self.autoscaler_nodes()]
-        scoped = [(LOCAL_QUEUE, ns) for ns in self.namespaces] + [
+        scoped = [(LOCAL_QUEUE, ns) for ns in self.namespaces] + [(POD, ns) for ns in self.namespaces] + [
             (res, None) for res in (CLUSTER_QUEUE, ADMISSION_CHECK, RESOURCE_FLAVOR, PROVREQ_CONFIG,
                                     WORKLOAD_PRIORITY_CLASS)]
-        for res, ns in scoped:            # the upstream scenarios', the Kueue specs' and the taucluster group's objects
+        for res, ns in scoped:     # the upstream scenarios', the Kueue specs', the taucluster and gangs groups' objects
             out += [(res, i["metadata"]["name"], ns) for i in self.k.list(res, ns)[0]
                     if i["metadata"]["name"].startswith(SCENARIO_PREFIXES)]
         try:

@@ -635,7 +635,7 @@ def test_scenario_run_of_an_unknown_name_lists_the_names():
     r = run("scenario", "run", "nosuch")
     assert r.exit_code == 2
     assert "unknown scenario 'nosuch'" in r.output
-    assert "a group (all, success, timeout, race, beyond, upstream, kueue-specs, taucluster, multikueue)" in r.output
+    assert "a group (all, success, timeout, race, beyond, gangs, upstream, kueue-specs, taucluster, multikueue)" in r.output
     for name in ("success", "timeout-preflight", "timeout-window", "timeout-deadline", "race-admission-wins",
                  "race-timeout-wins", "race-legacy", "race-interrupted-mirror", "never-boot"):
         assert name in r.output
