@@ -1,11 +1,14 @@
-"""The benchmarks' pure parts.  bench/provreq_latency.py: the pool table it puts back, which autoscaler it starts,
+"""The benchmarks' pure parts.  bench/fleet.py: its figures, the limits by Kueue's rule and the gate, the cost per
+gang.  bench/provreq_latency.py: the pool table it puts back, which autoscaler it starts,
 the apiserver's own time per request read from /metrics (the figures docs/benchmarks.md uses to say where a loop's
 time goes), and what it reads from its tapes; bench/real_vs_fake.py and bench/deadline_latency.py: what they read
 from theirs."""
 
 import copy
 
-from bench import deadline_latency, provreq_latency as bench, real_vs_fake
+import pytest
+
+from bench import deadline_latency, fleet as bench_fleet, provreq_latency as bench, real_vs_fake
 from k8s.keys import DECISION_ANNOTATION, TIMED_OUT
 from k8s.paths import POOLS_FILE
 from k8s.pools import load_pools, pools_to_configmap
@@ -116,3 +119,29 @@ def test_the_deadline_bench_reads_each_commits_round_trip_from_the_log():
     log = ("job-dlbench-001: committed timeout on Workload job-job-dlbench-001-1a2b3 (spec.active=false; the write "
            "took 12 ms)\njob-dlbench-002: 409 conflict\n")
     assert deadline_latency.commit_times(log) == {"job-dlbench-001": 0.012}
+
+
+# ---------------------------------------------------------------------------- bench.fleet
+
+def fleet_results(p50=10.0, p95=20.0, prov95=18.0, span=100.0, drain=1.5, apiserver=40.0):
+    phases = [{"name": n, "count": 1, "p50": p50, "p95": p95 if n == "Admitted" else prov95, "p99": None}
+              for n in ("Provisioned", "Admitted")]
+    return {"phases": phases, "span": span, "drain_rate": drain, "api_requests": {"GET": 100.0, "POST": 50.0},
+            "cost": {"kube-apiserver": {"cpu": apiserver}, "etcd": {"cpu": 5.0}, "kueue": {"cpu": 3.0},
+                     "autoscaler": {"cpu": 2.0}, "kube-scheduler": {"cpu": 99.0}}}
+
+
+def test_the_fleet_benchmarks_figures_limits_and_gate():
+    bf = bench_fleet
+    fig = bf.figures(fleet_results())
+    assert fig == {"admitted_p50": 10.0, "admitted_p95": 20.0, "provisioned_p95": 18.0, "span": 100.0, "drain": 1.5,
+                   "apiserver_cpu": 40.0, "control_plane_cpu": 50.0, "api_requests": 150.0}
+    trials = [bf.figures(fleet_results(p50=x)) for x in (10.0, 10.5, 11.0, 9.5, 9.0)]
+    lim = bf.limits(trials)
+    assert lim["admitted_p50"] == 12.0            # mean 10 × 1.2, a time rounded up to the whole second
+    assert lim["span"] == 120.0 and lim["apiserver_cpu"] == pytest.approx(48.0)
+    assert bf.limit("admitted_p95", 10.01) == 13.0 and bf.limit("api_requests", 10.0) == pytest.approx(12.0)
+    assert bf.over(trials, lim) == []
+    slower = [bf.figures(fleet_results(p50=13.0)) for _ in range(5)]
+    assert bf.over(slower, lim) == ["admitted_p50: mean 13.00 above its limit 12.00"]
+    assert bf.per_gang(10, fig) == {"control_plane_cpu": 5.0, "apiserver_cpu": 4.0, "api_requests": 15.0}
