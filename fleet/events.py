@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from k8s import job as jobs
 from k8s import node as nodes_
 from k8s import workload as workloads
-from k8s.keys import (DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, JOB_NAME_LABEL, PROVREQ_ANNOTATION,
-                      PROVREQ_CONDITIONS)
+from k8s.keys import (DECISION_ANNOTATION, DECISION_BOUND_ANNOTATION, DECISION_TIME_ANNOTATION, JOB_NAME_LABEL,
+                      PROVREQ_ANNOTATION, PROVREQ_CONDITIONS)
 from k8s.objects import Obj, condition, labels, meta, revision, status
 
 JOB, WORKLOAD, PROVREQ, POD, NODE = "Job", "Workload", "ProvisioningRequest", "Pod", "Node"
@@ -41,7 +41,7 @@ def record(t: float, kind: str, typ: str, obj: Obj) -> dict:
                    admitted=workloads.admitted(obj), active=workloads.active(obj),
                    finished=workloads.finished(obj), timed_out=workloads.committed_timeout(obj),
                    decision=ann.get(DECISION_ANNOTATION, ""), decided_at=ann.get(DECISION_TIME_ANNOTATION, ""),
-                   decision_notes={k: v for k, v in ann.items() if k.startswith(DECISION_ANNOTATION)})
+                   bound=ann.get(DECISION_BOUND_ANNOTATION, ""))
     elif kind == PROVREQ:
         conds = {}
         for c in PROVREQ_CONDITIONS:
@@ -91,6 +91,8 @@ class Gang:
     succeeded: float | None = None                 # its Job first seen Complete
     timed_out: float | None = None                 # its Workload first seen carrying the committed timeout
     cause: str = ""                                # the request's state when it timed out (provreq_state)
+    bound: str = ""                                # which bound of the deadline's rule fired (the decision says)
+    ahead: int | None = None                       # requests not yet answered when its first request was created
     workload: str = ""
     requests: set = field(default_factory=set)
     pod_running: dict = field(default_factory=dict)   # pod name -> first seen Running
@@ -101,6 +103,7 @@ def fold(records: list[dict], pods_of: dict[str, int]) -> dict[str, Gang]:
     gangs = {name: Gang(name, pods) for name, pods in pods_of.items()}
     wl_gang: dict[str, str] = {}
     last_req: dict[str, dict] = {}                 # workload -> its latest request record
+    open_reqs: dict[str, bool] = {}                # request -> not yet answered
     for r in records:
         kind, t = r["kind"], r["t"]
         if kind == JOB and r["name"] in gangs:
@@ -114,13 +117,19 @@ def fold(records: list[dict], pods_of: dict[str, int]) -> dict[str, Gang]:
             g.admitted = _first(g.admitted, t, r.get("admitted"))
             if r.get("timed_out") and g.timed_out is None:
                 g.timed_out, g.cause = t, provreq_state(last_req.get(r["name"]))
+            if r.get("timed_out") and r.get("bound"):
+                g.bound = r["bound"]
         elif kind == PROVREQ and r.get("owner") in wl_gang:
             g = gangs[wl_gang[r["owner"]]]
+            if g.ahead is None:
+                g.ahead = sum(1 for name, q in open_reqs.items() if q and name != r["name"])
             g.requests.add(r["name"])
             if r["type"] != "DELETED":
                 last_req[r["owner"]] = r
             g.requested = _first(g.requested, t, True)
             g.provisioned = _first(g.provisioned, t, provreq_state(r) == "provisioned")
+        if kind == PROVREQ:
+            open_reqs[r["name"]] = r["type"] != "DELETED" and provreq_state(r) in ("waiting", "accepted")
         elif kind == POD and r.get("owner") in gangs:
             g = gangs[r["owner"]]
             if r.get("phase") == "Running" and r["type"] != "DELETED":

@@ -70,7 +70,18 @@ def firings(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, int]:
         out["total"] += 1
         out["true" if g.name in out_of_stock else "false"] += 1
         out[f"cause:{g.cause}"] = out.get(f"cause:{g.cause}", 0) + 1
+        if g.bound:
+            out[f"bound:{g.bound}"] = out.get(f"bound:{g.bound}", 0) + 1
     return out
+
+
+def depths(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, int | None]:
+    """The queue depth the deadline could bear: the fewest requests ahead of a gang that timed out falsely (its pool
+    in stock), and the most ahead of one admitted in time (None where there is none)."""
+    false = [g.ahead for g in gangs.values() if g.timed_out is not None and g.name not in out_of_stock
+             and g.ahead is not None]
+    served = [g.ahead for g in gangs.values() if g.admitted is not None and g.ahead is not None]
+    return {"first_false_timeout": min(false, default=None), "most_served": max(served, default=None)}
 
 
 def series(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int]]:
@@ -123,6 +134,7 @@ def summary(gangs: dict[str, Gang], records: list[dict], out_of_stock: set[str],
         "skew": {"gangs": len(sk), "p50": percentile(sk, 50), "p95": percentile(sk, 95), "max": max(sk, default=None),
                  "over_2s": sum(1 for s in sk if s > 2)},
         "firings": firings(gangs, out_of_stock),
+        "depth": depths(gangs, out_of_stock),
         "succeeded": sum(1 for g in gangs.values() if g.succeeded is not None),
         "requests": sum(len(g.requests) for g in gangs.values()),
         "peak_nodes": {p: peak_nodes(records, p) for p in sorted(fleet_pools)},

@@ -35,8 +35,15 @@ def lines(label: str, m: dict, verdicts: list) -> list[str]:
                f"max {_s(sk['max'])}; {sk['over_2s']} more than 2s apart")
     causes = {k[6:]: v for k, v in m["firings"].items() if k.startswith("cause:")}
     if causes:
+        bounds = {k[6:]: v for k, v in m["firings"].items() if k.startswith("bound:")}
         out.append("  deadline firings by the request's state then: "
-                   + ", ".join(f"{k} {v}" for k, v in sorted(causes.items())))
+                   + ", ".join(f"{k} {v}" for k, v in sorted(causes.items()))
+                   + (f"; by the bound that fired: {', '.join(f'{k} {v}' for k, v in sorted(bounds.items()))}"
+                      if bounds else ""))
+    d = m.get("depth") or {}
+    if d.get("first_false_timeout") is not None or d.get("most_served") is not None:
+        out.append(f"  queue depth: admitted in time with up to {d.get('most_served')} requests ahead; the first "
+                   f"false timeout had {d.get('first_false_timeout')} ahead")
     if m.get("cost"):
         out.append("  control plane: " + ", ".join(f"{k} {v['cpu']:.0f} CPU-s / {v['peak_mb']:.0f} MB peak"
                                                    for k, v in sorted(m["cost"].items())))

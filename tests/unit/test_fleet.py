@@ -305,3 +305,19 @@ def test_loop_samples_pair_each_scrape_interval_with_what_the_loop_looked_at():
                                                    (4, 2, 0, 1), (4.5, 2, 0, 0)]
     scrapes = [(0.5, 10, 1.0), (2.5, 14, 3.0), (3.5, 14, 3.0), (5.0, 15, 4.5)]
     assert measure.loop_samples(scrapes, log, {"fleet-p0"}) == [(0, 0, 0, 4, 0.5), (2, 1, 1, 1, 1.5)]
+
+
+def test_each_gang_knows_the_requests_ahead_of_it_and_the_bound_that_fired():
+    log = [rec(0, events.JOB, "a", "ADDED"), rec(0, events.JOB, "b", "ADDED"), rec(0, events.JOB, "c", "ADDED"),
+           wl(1, "wa", "a"), wl(1, "wb", "b"), wl(1, "wc", "c"),
+           pr(2, "ra", "wa"), pr(3, "rb", "wb"), pr(4, "ra", "wa", provisioned="True"), pr(5, "rc", "wc"),
+           wl(6, "wa", "a", admitted=True), wl(40, "wc", "c", timed_out=True, active=False, bound="outer-bound")]
+    gangs = events.fold(log, {"a": 1, "b": 1, "c": 1})
+    assert (gangs["a"].ahead, gangs["b"].ahead, gangs["c"].ahead) == (0, 1, 1)
+    assert gangs["c"].bound == "outer-bound" and gangs["a"].bound == ""
+    assert measure.firings(gangs, set())["bound:outer-bound"] == 1
+    assert measure.depths(gangs, set()) == {"first_false_timeout": 1, "most_served": 0}
+    assert measure.depths(gangs, {"c"}) == {"first_false_timeout": None, "most_served": 0}
+    r = events.record(1, events.WORKLOAD, "MODIFIED", {"metadata": {"name": "w", "annotations": {
+        "tau-demo.io/admission-decision-bound": "budget"}}})
+    assert r["bound"] == "budget"
