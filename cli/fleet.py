@@ -74,9 +74,13 @@ def _spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max,
               help="how long to wait for every gang to end")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="where the run's event log, results.json and report.svg go [default: runs/fleet/<time>-<autoscaler>, which `tau-demo ui` shows at /fleet]")
+@click.option("--no-check", is_flag=True,
+              help="the same fleet without the ProvisioningRequest check: its ClusterQueues admit at quota, no "
+                   "autoscaler, no node, nothing runs; ends when every gang is admitted (the baseline of Kueue's "
+                   "admission throughput, `fleet report` gives the ratio)")
 @click.option("--plan-only", is_flag=True, help="print the fleet and why it would be refused; make nothing")
 def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota,
-            run_s, deadline, seed, autoscaler, deadline_rule, autoscaler_flag, deadline_flag, timeout, out, plan_only):
+            run_s, deadline, seed, autoscaler, deadline_rule, autoscaler_flag, deadline_flag, timeout, out, no_check, plan_only):
     """Run a fleet: its namespace `fleet`, a TauCluster `fleet` with a profile per queue (one cohort), an autoscaler
     with the fleet's pools and a deadline controller of its own; submit every gang on its schedule, record every
     change of their objects, wait until each succeeded or timed out, measure (phases p50/p95/p99, drain rate, start
@@ -91,9 +95,11 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         fail("the fleet cannot run, so nothing was made:\n" + "\n".join(f"  - {r}" for r in p.refused), 2)
     if plan_only:
         return
-    out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{autoscaler}-{deadline_rule}"
+    label = "no-check" if no_check else f"{autoscaler}-{deadline_rule}"
+    out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
     f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
-              deadline_flags=("--rule", deadline_rule, *deadline_flag), autoscaler_flags=tuple(autoscaler_flag))
+              deadline_flags=("--rule", deadline_rule, *deadline_flag), autoscaler_flags=tuple(autoscaler_flag),
+              check=not no_check)
     try:
         f.refuse()
     except FleetRefused as e:
@@ -116,7 +122,7 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         click.echo("  removing everything the run made")
         left = f.cleanup()
     verdicts.append(Verdict("nothing is left at the end", not left, f"left: {', '.join(left) or 'nothing'}"))
-    for line in report.lines(f"{autoscaler} autoscaler", m, verdicts):
+    for line in report.lines("without the check" if no_check else f"{autoscaler} autoscaler", m, verdicts):
         click.echo(line)
     click.echo(f"  event log, results and picture: {shown(out_dir)}")
     sys.exit(0 if all(v.ok for v in verdicts) else 1)
@@ -150,5 +156,7 @@ def fleet_report_cmd(runs, out):
     target = Path(out) if out else Path(runs[0]) / "side-by-side.svg"
     target.write_text(report.svg(loaded, "Fleet runs side by side"))
     for line in report.table(loaded):
+        click.echo(line)
+    for line in report.throughput_ratios(loaded):
         click.echo(line)
     click.echo(f"picture: {shown(target)}")

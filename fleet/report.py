@@ -118,3 +118,16 @@ def table(runs: list[tuple[str, dict]]) -> list[str]:
         out.append(f"| {label} | {m['gangs']} | {_s(adm['p50'])} | {_s(adm['p95'])} | {_s(adm['p99'])} | {drain} | "
                    f"{m['firings']['false']} / {m['firings']['true']} | {_s(m['skew']['p95'])} |")
     return out
+
+
+def throughput_ratios(runs: list[tuple[str, dict]]) -> list[str]:
+    """Kueue's admission throughput of each run with the check as a ratio to a run without it, if one is given."""
+    base = next(((label, m) for label, m in runs if m.get("check") is False and m.get("admission_rate")), None)
+    if base is None:
+        return []
+    out = [f"admission throughput without the check ({base[0]}): {base[1]['admission_rate']:.2f} a second"]
+    for label, m in runs:
+        if m.get("check") is not False and m.get("admission_rate"):
+            out.append(f"  {label}: {m['admission_rate']:.2f} a second, {m['admission_rate'] / base[1]['admission_rate']:.3f}"
+                       " of it")
+    return out

@@ -25,20 +25,22 @@ import yaml
 from demo.cluster import procs
 from demo.cluster.state import State
 from demo.jobs.render import job_template, render_job
+from demo.taucluster.profile import objects, parse_all
 from k8s import heartbeat, metrics, poll
 from k8s import taucluster as tc
 from k8s.client import Kube
 from k8s.errors import NotFound
 from k8s.keys import (CA_STATUS, DEADLINE_CLASS_ANNOTATION, FAKE_CA_LEASE, POOL_LABEL, POOL_TABLE, REAL_CA_LEASE,
                       TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
-from k8s.resources import (CLUSTER_QUEUE, CONFIG_MAP, JOB, NAMESPACE, NODE, POD, PROVREQ, TAUCLUSTER, WORKLOAD,
-                           Resource)
+from k8s.resources import (CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD, PROVREQ,
+                           RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, Resource)
 from k8s.tape import Tape
 from scenarios.kit.controllers import READY_LINE, Controller, controllers_dir
 
 from . import checks, events, measure, report
 from .spec import NAMESPACE as FLEET_NS
-from .spec import DEADLINE_CLASS, TAUCLUSTER_NAME, Plan, pool_name, pools_document, queue_name, taucluster
+from .spec import (DEADLINE_CLASS, TAUCLUSTER_NAME, Plan, pool_name, pools_document, queue_name, taucluster,
+                   without_check)
 
 MANAGER = "tau-demo-fleet"
 READY_TIMEOUT = 60.0          # seconds for the TauCluster's profiles to be ProvisioningReady
@@ -74,6 +76,7 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+RESOURCES = {r.kind: r for r in (RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE)}
 CA_LOOP_METRIC = "cluster_autoscaler_function_duration_seconds"      # function="main": one per loop
 
 
@@ -115,11 +118,12 @@ class Fleet:
     k: Kube
     kubeconfig: str
     plan: Plan
-    autoscaler: str                       # "fake" or "real"
+    autoscaler: str                       # "fake" or "real"; "none" for a run without the check
     out_dir: Path
     say: object = print
     deadline_flags: tuple[str, ...] = ()  # extra flags of the deadline controller (its rule)
     autoscaler_flags: tuple[str, ...] = ()   # extra flags of the autoscaler (the real CA's go after `--`)
+    check: bool = True                    # False: no ProvisioningRequest check, no autoscaler (the admission baseline)
     made: list = field(default_factory=list)            # (resource, name, namespace) in the order made
     controllers: list = field(default_factory=list)
     records: list = field(default_factory=list)
@@ -143,7 +147,7 @@ class Fleet:
             if heartbeat.alive(self.k, lease):
                 why.append(f"{who} runs on this cluster (Lease {lease} is fresh): the fleet starts an autoscaler of "
                            "its own with its pools; stop it first")
-        if not heartbeat.alive(self.k, TAUCLUSTER_LEASE):
+        if self.check and not heartbeat.alive(self.k, TAUCLUSTER_LEASE):
             why.append("the TauCluster controller is not running (`tau-demo cluster up` starts it)")
         if self.k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is not None:
             why.append(f"TauCluster {TAUCLUSTER_NAME} exists already (an earlier fleet run?): `tau-demo fleet clean` "
@@ -161,14 +165,17 @@ class Fleet:
         self._table_before = self.k.get_or_none(CONFIG_MAP, POOL_TABLE[1], POOL_TABLE[0])
         self._status_before = self.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
         self._make(NAMESPACE, NAMESPACE.new(FLEET_NS), None)
-        self._make(TAUCLUSTER, taucluster(self.plan), None)
-        self.say(f"  TauCluster {TAUCLUSTER_NAME}: {self.plan.spec.queues} profiles; waiting for ProvisioningReady")
-        poll.until(self._profiles_ready, READY_TIMEOUT, f"TauCluster {TAUCLUSTER_NAME}'s profiles to be ProvisioningReady",
-                   0.5)
-        scaler = autoscaler_argv(self.autoscaler, pools_file, self.autoscaler_flags)
-        self._controller("fleet-autoscaler", scaler, f"the {self.autoscaler} autoscaler")
-        self._controller("fleet-deadline", ["deadline", "--class", DEADLINE_CLASS, "-n", FLEET_NS,
-                                            *self.deadline_flags], "the deadline controller")
+        if not self.check:
+            self._queues_without_check()
+        else:
+            self._make(TAUCLUSTER, taucluster(self.plan), None)
+            self.say(f"  TauCluster {TAUCLUSTER_NAME}: {self.plan.spec.queues} profiles; waiting for ProvisioningReady")
+            poll.until(self._profiles_ready, READY_TIMEOUT,
+                       f"TauCluster {TAUCLUSTER_NAME}'s profiles to be ProvisioningReady", 0.5)
+            scaler = autoscaler_argv(self.autoscaler, pools_file, self.autoscaler_flags)
+            self._controller("fleet-autoscaler", scaler, f"the {self.autoscaler} autoscaler")
+            self._controller("fleet-deadline", ["deadline", "--class", DEADLINE_CLASS, "-n", FLEET_NS,
+                                                *self.deadline_flags], "the deadline controller")
         self._log = open(self.out_dir / "events.jsonl", "w")
         self.tape = Tape(self.k, [JOB, WORKLOAD, PROVREQ, POD], FLEET_NS, keep=lambda obj: False,
                          on_change=self._changed)
@@ -177,6 +184,13 @@ class Fleet:
         self._nodes.__enter__()
         self._cost0, self._verbs0 = self._cost(), requests_by_verb(self.k.raw("/metrics"))
         threading.Thread(target=self._sample_memory, name="fleet-cost", daemon=True).start()
+
+    def _queues_without_check(self) -> None:
+        """The fleet's flavors and queues, admitting at quota: no check, no autoscaler, no node (the baseline)."""
+        profiles = parse_all(taucluster(self.plan)["spec"]["profiles"])
+        for obj in without_check([o for p in profiles for o in objects(p, TAUCLUSTER_NAME)]):
+            self.k.apply(RESOURCES[obj["kind"]], obj, MANAGER)
+        self.say(f"  {self.plan.spec.queues} ClusterQueues without the ProvisioningRequest check; no autoscaler")
 
     def _make(self, res: Resource, obj: dict, namespace: str | None) -> None:
         self.k.apply(res, obj, MANAGER)
@@ -248,6 +262,8 @@ class Fleet:
     def wait_done(self, timeout: float) -> list[str]:
         """Until every gang succeeded or timed out; the gangs still unfinished at `timeout`."""
         def unfinished() -> list[str]:
+            if not self.check:          # no node ever comes: the baseline ends when Kueue admitted every gang
+                return sorted(n for n, g in self.gangs().items() if g.admitted is None)
             return sorted(n for n, g in self.gangs().items() if g.succeeded is None and g.timed_out is None)
         poll.eventually(lambda: not unfinished(), timeout, 1.0)
         return unfinished()
@@ -304,12 +320,14 @@ class Fleet:
         m["unfinished"] = unfinished
         m["autoscaler_loops"] = loops
         m["loop_samples"] = measure.loop_samples(self._loop_samples, recs, set(pools))
-        m["autoscaler"] = self.autoscaler
+        m["autoscaler"] = self.autoscaler if self.check else "none"
+        m["check"] = self.check
         m["deadline_flags"] = list(self.deadline_flags)
         m["autoscaler_flags"] = list(self.autoscaler_flags)
         m["spec"] = {k: v for k, v in vars(self.plan.spec).items()}
         verdicts = checks.all_checks(recs, gangs, m["peak_nodes"], pools)
-        verdicts.append(checks.Verdict("every gang ended (succeeded or timed out)", not unfinished,
+        verdicts.append(checks.Verdict("every gang ended (succeeded or timed out)" if self.check else
+                                       "every gang was admitted (no check: nothing runs)", not unfinished,
                                        f"unfinished: {', '.join(unfinished[:5]) or 'none'}"))
         (self.out_dir / "results.json").write_text(json.dumps(m, indent=1, default=list))
         label = f"{self.autoscaler} autoscaler"
@@ -391,6 +409,13 @@ def clean(k: Kube, say=print, controllers: list | None = None) -> None:
                 k.delete(PROVREQ, pr["metadata"]["name"], FLEET_NS)
             except NotFound:
                 pass
+    if k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is None:      # a run without the check made its queues itself
+        for res in (LOCAL_QUEUE, CLUSTER_QUEUE, RESOURCE_FLAVOR):
+            for obj in k.list(res, FLEET_NS if res is LOCAL_QUEUE else None, label_selector=FLEET_SELECTOR)[0]:
+                try:
+                    k.delete(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+                except NotFound:
+                    pass
     if k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is not None:
         k.delete(TAUCLUSTER, TAUCLUSTER_NAME)
         poll.until(lambda: k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is None, GONE_TIMEOUT,
@@ -414,7 +439,8 @@ def left_behind(k: Kube) -> list[str]:
         out.append(f"namespace {FLEET_NS}")
     if k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is not None:
         out.append(f"TauCluster {TAUCLUSTER_NAME}")
-    out += [f"ClusterQueue {q['metadata']['name']}" for q in k.list(CLUSTER_QUEUE, label_selector=FLEET_SELECTOR)[0]]
+    for res in (CLUSTER_QUEUE, RESOURCE_FLAVOR):
+        out += [f"{res.kind} {q['metadata']['name']}" for q in k.list(res, label_selector=FLEET_SELECTOR)[0]]
     out += [f"Node {n}" for n in _fleet_nodes(k)]
     d = controllers_dir()
     out += [f"controller {s} (pid {pid})" for s in ("fleet-autoscaler", "fleet-deadline")

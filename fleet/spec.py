@@ -212,6 +212,22 @@ def taucluster(p: Plan) -> dict:
             "spec": {"mode": "Manage", "profiles": profiles}}
 
 
+def without_check(objects: list[dict]) -> list[dict]:
+    """The fleet's Kueue objects for a run without the ProvisioningRequest check (the baseline of Kueue's admission
+    throughput): the flavors, ClusterQueues and LocalQueues of its profiles, the ClusterQueues admitting at quota
+    (pure; `objects` as demo.taucluster.profile.objects gives them, duplicates dropped)."""
+    out, seen = [], set()
+    for o in objects:
+        key = (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+        if o["kind"] in ("AdmissionCheck", "ProvisioningRequestConfig") or key in seen:
+            continue
+        seen.add(key)
+        if o["kind"] == "ClusterQueue":
+            o = {**o, "spec": {k: v for k, v in o["spec"].items() if k != "admissionChecksStrategy"}}
+        out.append(o)
+    return out
+
+
 def summary(p: Plan) -> list[str]:
     """What the fleet is, in a few lines (before it runs)."""
     s = p.spec

@@ -11,7 +11,7 @@ from demo.taucluster.profile import objects, parse_all
 from fleet import checks, events, measure, report
 from fleet.run import progress_line, real_ca_loops, requests_by_verb
 from fleet.spec import (COHORT, FleetError, FleetSpec, parse_shapes, plan, pool_name, pools_document, queue_name,
-                        summary, taucluster)
+                        summary, taucluster, without_check)
 from k8s.pools import parse_pools
 
 
@@ -321,3 +321,19 @@ def test_each_gang_knows_the_requests_ahead_of_it_and_the_bound_that_fired():
     r = events.record(1, events.WORKLOAD, "MODIFIED", {"metadata": {"name": "w", "annotations": {
         "tau-demo.io/admission-decision-bound": "budget"}}})
     assert r["bound"] == "budget"
+
+
+def test_without_the_check_the_queues_admit_at_quota_and_the_ratio_is_given():
+    p = plan(FleetSpec(gangs=10, queues=3, pools=2))
+    objs = [o for prof in parse_all(taucluster(p)["spec"]["profiles"]) for o in objects(prof, "fleet")]
+    kept = without_check(objs)
+    kinds = sorted(o["kind"] for o in kept)
+    assert kinds == ["ClusterQueue"] * 3 + ["LocalQueue"] * 3 + ["ResourceFlavor"] * 2      # one flavor per pool
+    assert all("admissionChecksStrategy" not in o["spec"] for o in kept if o["kind"] == "ClusterQueue")
+    assert any("admissionChecksStrategy" in o["spec"] for o in objs if o["kind"] == "ClusterQueue")   # untouched
+    runs = [("none", {"check": False, "admission_rate": 40.0}), ("real", {"check": True, "admission_rate": 1.0}),
+            ("fake", {"admission_rate": 2.0})]
+    assert report.throughput_ratios(runs) == [
+        "admission throughput without the check (none): 40.00 a second",
+        "  real: 1.00 a second, 0.025 of it", "  fake: 2.00 a second, 0.050 of it"]
+    assert report.throughput_ratios(runs[1:]) == []
