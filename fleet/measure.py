@@ -84,25 +84,34 @@ def depths(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, int | No
     return {"first_false_timeout": min(false, default=None), "most_served": max(served, default=None)}
 
 
-def series(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int]]:
-    """(t, live nodes of the fleet's pools, requests pending (not yet Provisioned, Failed or refused), Workloads
-    admitted) after every record, thinned to at most SERIES_POINTS points (the last one kept)."""
+def counts(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int, int]]:
+    """(t, live nodes of the fleet's pools, pods not finished, requests pending (not yet Provisioned, Failed or
+    refused), Workloads admitted) after every record of those kinds."""
     nodes: set[str] = set()
+    pods: set[str] = set()
     pending: set[str] = set()
     admitted: set[str] = set()
-    points = []
+    out = []
     for r in records:
         kind, name, gone = r["kind"], r["name"], r["type"] == "DELETED"
         if kind == NODE and r.get("owner") in fleet_pools:
             (nodes.discard if gone or r.get("deleting") else nodes.add)(name)
+        elif kind == POD:
+            (pods.discard if gone or r.get("phase") in ("Succeeded", "Failed") else pods.add)(name)
         elif kind == PROVREQ:
-            waiting = provreq_state(r) in ("waiting", "accepted")
-            (pending.add if waiting and not gone else pending.discard)(name)
+            (pending.add if provreq_state(r) in ("waiting", "accepted") and not gone else pending.discard)(name)
         elif kind == WORKLOAD:
             (admitted.add if r.get("admitted") and not gone else admitted.discard)(name)
         else:
             continue
-        points.append((r["t"], len(nodes), len(pending), len(admitted)))
+        out.append((r["t"], len(nodes), len(pods), len(pending), len(admitted)))
+    return out
+
+
+def series(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int]]:
+    """(t, live nodes, requests pending, Workloads admitted) over the run (counts()), thinned to at most SERIES_POINTS
+    points (the last one kept)."""
+    points = [(t, n, q, a) for t, n, _, q, a in counts(records, fleet_pools)]
     if len(points) <= SERIES_POINTS:
         return points
     step = len(points) / SERIES_POINTS
@@ -148,24 +157,9 @@ def summary(gangs: dict[str, Gang], records: list[dict], out_of_stock: set[str],
 
 
 def state_at(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int]]:
-    """(t, live nodes of the fleet's pools, pods not finished, requests pending) after every record: what an
+    """(t, live nodes of the fleet's pools, pods not finished, requests pending) over the run (counts()): what an
     autoscaler's loop had to look at then."""
-    nodes: set[str] = set()
-    pods: set[str] = set()
-    pending: set[str] = set()
-    out = []
-    for r in records:
-        kind, name, gone = r["kind"], r["name"], r["type"] == "DELETED"
-        if kind == NODE and r.get("owner") in fleet_pools:
-            (nodes.discard if gone or r.get("deleting") else nodes.add)(name)
-        elif kind == POD:
-            (pods.discard if gone or r.get("phase") in ("Succeeded", "Failed") else pods.add)(name)
-        elif kind == PROVREQ:
-            (pending.add if provreq_state(r) in ("waiting", "accepted") and not gone else pending.discard)(name)
-        else:
-            continue
-        out.append((r["t"], len(nodes), len(pods), len(pending)))
-    return out
+    return [(t, n, p, q) for t, n, p, q, _ in counts(records, fleet_pools)]
 
 
 def loop_samples(scrapes: list[tuple[float, float, float]], records: list[dict], fleet_pools: set[str]

@@ -349,10 +349,7 @@ class Fleet:
     def _restore(self) -> None:
         for before, (ns, name) in ((self._table_before, POOL_TABLE), (self._status_before, CA_STATUS)):
             if before is None:
-                try:
-                    self.k.delete(CONFIG_MAP, name, ns)
-                except NotFound:
-                    pass
+                _delete(self.k, CONFIG_MAP, name, ns)
             else:
                 keep = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
                         "data": before.get("data") or {}}
@@ -389,6 +386,14 @@ def _fleet_nodes(k: Kube) -> list[str]:
             if (n["metadata"].get("labels") or {}).get(POOL_LABEL, "").startswith("fleet-p")]
 
 
+def _delete(k: Kube, res: Resource, name: str, namespace: str | None = None, **kw) -> None:
+    """Delete, gone already being as good as deleted."""
+    try:
+        k.delete(res, name, namespace, **kw)
+    except NotFound:
+        pass
+
+
 def clean(k: Kube, say=print, controllers: list | None = None) -> None:
     """Remove what a fleet run made (this one's or an earlier one's): its controllers, its Jobs and the rest of its
     namespace, its TauCluster (whose controller removes the Kueue objects it made), its pools' nodes."""
@@ -398,33 +403,21 @@ def clean(k: Kube, say=print, controllers: list | None = None) -> None:
         c.stop()
     if k.get_or_none(NAMESPACE, FLEET_NS) is not None:
         for j in k.list(JOB, FLEET_NS)[0]:
-            try:
-                k.delete(JOB, j["metadata"]["name"], FLEET_NS, propagation="Background")
-            except NotFound:
-                pass
+            _delete(k, JOB, j["metadata"]["name"], FLEET_NS, propagation="Background")
         poll.until(lambda: not k.list(WORKLOAD, FLEET_NS)[0] and not k.list(POD, FLEET_NS)[0], GONE_TIMEOUT,
                    "the fleet's Workloads and pods to go", 1.0)
         for pr in k.list(PROVREQ, FLEET_NS)[0]:
-            try:
-                k.delete(PROVREQ, pr["metadata"]["name"], FLEET_NS)
-            except NotFound:
-                pass
+            _delete(k, PROVREQ, pr["metadata"]["name"], FLEET_NS)
     if k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is None:      # a run without the check made its queues itself
         for res in (LOCAL_QUEUE, CLUSTER_QUEUE, RESOURCE_FLAVOR):
             for obj in k.list(res, FLEET_NS if res is LOCAL_QUEUE else None, label_selector=FLEET_SELECTOR)[0]:
-                try:
-                    k.delete(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))
-                except NotFound:
-                    pass
+                _delete(k, res, obj["metadata"]["name"], obj["metadata"].get("namespace"))
     if k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is not None:
         k.delete(TAUCLUSTER, TAUCLUSTER_NAME)
         poll.until(lambda: k.get_or_none(TAUCLUSTER, TAUCLUSTER_NAME) is None, GONE_TIMEOUT,
                    f"TauCluster {TAUCLUSTER_NAME} to go", 0.5)
     for n in _fleet_nodes(k):
-        try:
-            k.delete(NODE, n)
-        except NotFound:
-            pass
+        _delete(k, NODE, n)
     if k.get_or_none(NAMESPACE, FLEET_NS) is not None:
         k.delete(NAMESPACE, FLEET_NS)
         poll.until(lambda: k.get_or_none(NAMESPACE, FLEET_NS) is None, GONE_TIMEOUT,
