@@ -75,7 +75,7 @@ def per_gang(gangs: int, fig: dict[str, float]) -> dict[str, float]:
             "api_requests": fig["api_requests"] / gangs}
 
 
-def one_run(gangs: int, autoscaler: str, extra: list[str], kubeconfig: str | None) -> dict:
+def fleet_run(gangs: int, autoscaler: str, extra: list[str], kubeconfig: str | None) -> dict:
     """One `tau-demo fleet run`, its results.json; SystemExit when it failed."""
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as d:
         out = Path(d) / "run"
@@ -87,7 +87,7 @@ def one_run(gangs: int, autoscaler: str, extra: list[str], kubeconfig: str | Non
         return json.loads((out / "results.json").read_text())
 
 
-def show(label: str, fig: dict[str, float]) -> str:
+def trial_row(label: str, fig: dict[str, float]) -> str:
     return (f"| {label} | {fig['admitted_p50']:.1f} s | {fig['admitted_p95']:.1f} s | {fig['provisioned_p95']:.1f} s | "
             f"{fig['drain']:.2f} | {fig['span']:.0f} s | {fig['apiserver_cpu']:.0f} | {fig['control_plane_cpu']:.0f} | "
             f"{fig['api_requests']:.0f} |")
@@ -101,10 +101,10 @@ def repeated(a) -> int:
     trials = []
     print("\n".join(HEADER), flush=True)
     for i in range(a.runs):
-        trials.append(figures(one_run(a.gangs, a.autoscaler, a.extra, a.kubeconfig)))
-        print(show(str(i + 1), trials[-1]), flush=True)
+        trials.append(figures(fleet_run(a.gangs, a.autoscaler, a.extra, a.kubeconfig)))
+        print(trial_row(str(i + 1), trials[-1]), flush=True)
     mean = {f: sum(t[f] for t in trials) / len(trials) for f in trials[0]}
-    print(show("mean", mean))
+    print(trial_row("mean", mean))
     lim = limits(trials)
     print("limits by Kueue's rule (mean × 1.2, times rounded up to the second): "
           + ", ".join(f"{f} {v:.2f}" for f, v in lim.items()))
@@ -124,7 +124,7 @@ def curve(a) -> int:
           "apiserver CPU s per gang | API requests per gang |\n| --- | --- | --- | --- | --- | --- | --- | --- |",
           flush=True)
     for n in a.curve:
-        fig = figures(one_run(n, a.autoscaler, a.extra, a.kubeconfig))
+        fig = figures(fleet_run(n, a.autoscaler, a.extra, a.kubeconfig))
         g = per_gang(n, fig)
         print(f"| {n} | {fig['admitted_p50']:.1f} s | {fig['admitted_p95']:.1f} s | {fig['drain']:.2f} | "
               f"{fig['span']:.0f} s | {g['control_plane_cpu']:.2f} | {g['apiserver_cpu']:.2f} | "

@@ -62,6 +62,7 @@ class FakeCA:
         self._status: dict | None = None           # the status ConfigMap as last written
         self._status_written = 0.0
         self._parsed: dict[str, tuple[tuple, Request]] = {}
+        self._made = self._deleted = 0             # node creates and deletes of the loop under way (--pace)
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
@@ -106,6 +107,7 @@ class FakeCA:
     def run_once(self) -> float:
         """One loop; returns the seconds to wait before the next."""
         began = time.monotonic()
+        self._made = self._deleted = 0           # this loop's node creates and deletes (its pace)
         now = self.now()
         plan = lifecycle.plan_loop(self.cluster(), self.pools, self.memory, now, self.opts)
         self.memory = plan.memory
@@ -123,9 +125,10 @@ class FakeCA:
             self._apply_pick(plan.pick)
         scaled_down = self.scale_down()
         self.publish_status()
-        if self.opts.pace and plan.pick is not None:       # as long as the real autoscaler's loop would take
-            time.sleep(pace.rest(pace.MODEL, *pace.looked_at(self.nodes.items(), self.pods.items(),
-                                                             self.provreqs.items()), time.monotonic() - began))
+        if self.opts.pace:          # as long as the real autoscaler's loop would take
+            loop = pace.looked_at(self.nodes.items(), self.pods.items(), self.provreqs.items(), self._made,
+                                  self._deleted)
+            time.sleep(pace.rest(pace.MODEL, loop, time.monotonic() - began))
         return lifecycle.next_wait(plan, scaled_down, self.opts)
 
     def publish_status(self) -> None:
@@ -226,6 +229,7 @@ class FakeCA:
                 return
             self.nodes.put(out)
             with lock:
+                self._made += 1
                 created.append(name)
                 index = len(created)
             self.hooks.reach("node-created", key, node=name, index=index, of=up.count)
@@ -250,6 +254,7 @@ class FakeCA:
         except (ApiError, Unreachable) as e:
             log.warning("deleting node %s failed (%s); the next loop tries again", name, e)
             return
+        self._deleted += 1
         self.nodes.discard(name)
 
     # ------------------------------------------------------------------ scale-down

@@ -8,6 +8,7 @@ measured from the Job's first sighting to the first sighting of the state, on th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .events import NODE, POD, PROVREQ, WORKLOAD, Gang, provreq_state
@@ -162,20 +163,61 @@ def state_at(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, in
     return [(t, n, p, q) for t, n, p, q, _ in counts(records, fleet_pools)]
 
 
-def loop_samples(scrapes: list[tuple[float, float, float]], records: list[dict], fleet_pools: set[str]
-                 ) -> list[tuple[float, float, float, float, float]]:
-    """The real autoscaler's loop time against what it looked at: for each interval between two scrapes of its
-    metrics in which it ran loops, (nodes, pods, pending requests at the interval's start, loops, mean seconds a
-    loop)."""
+def loop_samples(scrapes: list[tuple[float, float, float]], records: list[dict], fleet_pools: set[str]) -> list[dict]:
+    """The real autoscaler's loop time against what its loops looked at and did: for each interval between two scrapes
+    of its metrics in which it ran loops, the nodes, pods and pending requests at the interval's start, the nodes of
+    the fleet's pools made and deleted per loop in it, the loops and the mean seconds a loop."""
     states = state_at(records, fleet_pools)
+    added = [r["t"] for r in records if r["kind"] == NODE and r["type"] == "ADDED" and r.get("owner") in fleet_pools]
+    gone = [r["t"] for r in records if r["kind"] == NODE and r["type"] == "DELETED" and r.get("owner") in fleet_pools]
     out = []
     for (t0, c0, s0), (t1, c1, s1) in zip(scrapes, scrapes[1:]):
         if c1 <= c0:
             continue
         before = [s for s in states if s[0] <= t0]
         _, n, p, q = before[-1] if before else (0, 0, 0, 0)
-        out.append((n, p, q, c1 - c0, (s1 - s0) / (c1 - c0)))
+        loops = c1 - c0
+        out.append({"nodes": n, "pods": p, "requests": q, "made": sum(1 for t in added if t0 < t <= t1) / loops,
+                    "deleted": sum(1 for t in gone if t0 < t <= t1) / loops, "loops": loops,
+                    "mean": (s1 - s0) / loops})
     return out
+
+
+KLOG_TIME = re.compile(r"^[IWEF](\d{4}) (\d\d):(\d\d):(\d\d\.\d+)")
+SCALE_UP = re.compile(r"Final scale-up plan: (\[.*\])")
+GROW = re.compile(r"\{\S+ (\d+)->(\d+)")
+
+
+def _klog_seconds(line: str) -> float | None:
+    m = KLOG_TIME.match(line)
+    return None if not m else int(m.group(2)) * 3600 + int(m.group(3)) * 60 + float(m.group(4))
+
+
+def ca_loops(log_text: str) -> list[dict]:
+    """The real autoscaler's loops from its klog (the last run in the file, from its last start): each loop's
+    seconds (from its trigger line to the next loop's; a loop whose next one a timer started is left out, its gap
+    holds a wait), the nodes its scale-up planned, the nodes its scale-down removed and the soft taints it wrote."""
+    lines = log_text.splitlines()
+    start = max((i for i, line in enumerate(lines) if "] Cluster Autoscaler " in line), default=0)
+    loops: list[dict] = []
+    for line in lines[start:]:
+        t = _klog_seconds(line)
+        if t is None:
+            continue
+        if "Autoscaler loop triggered" in line:
+            if loops:
+                loops[-1]["seconds"] = t - loops[-1]["t"]
+                loops[-1]["timer"] = "triggered by a " in line
+            loops.append({"t": t, "made": 0, "deleted": 0, "taints": 0})
+        elif loops and (m := SCALE_UP.search(line)):
+            loops[-1]["made"] += sum(int(b) - int(a) for a, b in GROW.findall(m.group(1)))
+        elif loops and "Scale-down: removing" in line:
+            loops[-1]["deleted"] += 1
+        elif loops and "DeletionCandidateOfClusterAutoscaler" in line and line.split("] ", 1)[1].startswith(
+                ("Successfully added", "Successfully released")):
+            loops[-1]["taints"] += 1
+    return [{k: v for k, v in lp.items() if k not in ("t", "timer")} for lp in loops
+            if "seconds" in lp and not lp["timer"] and lp["seconds"] >= 0]
 
 
 def out_of_stock_gangs(plan_gangs, stockout: tuple[int, ...]) -> set[str]:

@@ -102,6 +102,19 @@ def real_ca_loops(log_text: str, fetch=_fetch) -> dict[str, float] | None:
     return {"loops": count, "seconds": total or 0.0, "mean_loop_seconds": (total or 0.0) / count}
 
 
+def ca_log_path(log_text: str) -> Path | None:
+    """The real autoscaler's own klog file, which `tau-demo real-ca` names in its start line (pure)."""
+    m = re.search(r"started cluster-autoscaler pid \d+ \(.*log (\S+?)\)", log_text)
+    return Path(m.group(1)) if m else None
+
+
+def _read(path: Path | None) -> str:
+    try:
+        return path.read_text(errors="replace") if path else ""
+    except OSError:
+        return ""
+
+
 def requests_by_verb(metrics_text: str) -> dict[str, float]:
     """apiserver_request_total summed by verb, from the apiserver's /metrics text (pure)."""
     out: dict[str, float] = {}
@@ -320,6 +333,7 @@ class Fleet:
         m["unfinished"] = unfinished
         m["autoscaler_loops"] = loops
         m["loop_samples"] = measure.loop_samples(self._loop_samples, recs, set(pools))
+        m["ca_loops"] = measure.ca_loops(_read(ca_log_path(scaler.log_text()))) if loops else []
         m["autoscaler"] = self.autoscaler if self.check else "none"
         m["check"] = self.check
         m["deadline_flags"] = list(self.deadline_flags)

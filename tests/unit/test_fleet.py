@@ -9,7 +9,7 @@ import pytest
 
 from demo.taucluster.profile import objects, parse_all
 from fleet import checks, events, measure, report
-from fleet.run import progress_line, real_ca_loops, requests_by_verb
+from fleet.run import ca_log_path, progress_line, real_ca_loops, requests_by_verb
 from fleet.spec import (COHORT, FleetError, FleetSpec, parse_shapes, plan, pool_name, pools_document, queue_name,
                         summary, taucluster, without_check)
 from k8s.pools import parse_pools
@@ -304,7 +304,33 @@ def test_loop_samples_pair_each_scrape_interval_with_what_the_loop_looked_at():
     assert measure.state_at(log, {"fleet-p0"}) == [(1, 1, 0, 0), (1.5, 1, 1, 0), (2, 1, 1, 1), (3, 2, 1, 1),
                                                    (4, 2, 0, 1), (4.5, 2, 0, 0)]
     scrapes = [(0.5, 10, 1.0), (2.5, 14, 3.0), (3.5, 14, 3.0), (5.0, 15, 4.5)]
-    assert measure.loop_samples(scrapes, log, {"fleet-p0"}) == [(0, 0, 0, 4, 0.5), (2, 1, 1, 1, 1.5)]
+    assert measure.loop_samples(scrapes, log, {"fleet-p0"}) == [
+        {"nodes": 0, "pods": 0, "requests": 0, "made": 0.25, "deleted": 0.0, "loops": 4, "mean": 0.5},
+        {"nodes": 2, "pods": 1, "requests": 1, "made": 0.0, "deleted": 0.0, "loops": 1, "mean": 1.5}]
+    log.append(node(4.8, "n2", typ="DELETED"))
+    assert measure.loop_samples(scrapes, log, {"fleet-p0"})[1]["deleted"] == 1.0
+
+
+KLOG = """I1205 10:00:00.000000       1 main.go:1] Cluster Autoscaler 1.36.1
+I1205 10:00:01.000000       1 trigger.go:142] Autoscaler loop triggered immediately after a scale up
+I1205 10:00:01.100000       1 orchestrator.go:177] Final scale-up plan: [{fleet-p1 6->10 (max: 12)}]
+I1205 10:05:00.000000       1 main.go:1] Cluster Autoscaler 1.36.1
+I1205 10:05:01.000000       1 trigger.go:142] Autoscaler loop triggered by unschedulable pod appearing
+I1205 10:05:01.100000       1 orchestrator.go:177] Final scale-up plan: [{fleet-p1 6->10 (max: 12)} {fleet-p0 1->3 (max: 9)}]
+I1205 10:05:01.800000       1 trigger.go:142] Autoscaler loop triggered immediately after a scale up
+I1205 10:05:01.900000       1 delete.go:1] Scale-down: removing empty node "fleet-p0-abcde"
+I1205 10:05:01.950000       1 taints.go:1] Successfully added DeletionCandidateOfClusterAutoscaler on node x
+I1205 10:05:01.960000       1 taints.go:1] Successfully released DeletionCandidateOfClusterAutoscaler on node y
+I1205 10:05:01.970000       1 taints.go:1] Releasing taint {Key:DeletionCandidateOfClusterAutoscaler}
+I1205 10:05:03.000000       1 trigger.go:142] Autoscaler loop triggered immediately after a scale down
+I1205 10:05:13.000000       1 trigger.go:142] Autoscaler loop triggered by a 10s timer
+"""
+
+
+def test_the_real_autoscalers_loops_from_its_log():
+    assert measure.ca_loops(KLOG) == [{"made": 6, "deleted": 0, "taints": 0, "seconds": pytest.approx(0.8)},
+                                      {"made": 0, "deleted": 1, "taints": 2, "seconds": pytest.approx(1.2)}]
+    assert measure.ca_loops("") == [] and measure.ca_loops("no klog here\n") == []
 
 
 def test_each_gang_knows_the_requests_ahead_of_it_and_the_bound_that_fired():
@@ -337,3 +363,10 @@ def test_without_the_check_the_queues_admit_at_quota_and_the_ratio_is_given():
         "admission throughput without the check (none): 40.00 a second",
         "  real: 1.00 a second, 0.025 of it", "  fake: 2.00 a second, 0.050 of it"]
     assert report.throughput_ratios(runs[1:]) == []
+
+
+def test_the_real_autoscalers_log_file_from_its_start_line():
+    line = ("10:09:13 real-ca: started cluster-autoscaler pid 24409 (scan interval 10s, metrics 127.0.0.1:53329, "
+            "log /tmp/s/real-ca/cluster-autoscaler.log)")
+    assert str(ca_log_path("x\n" + line + "\n")) == "/tmp/s/real-ca/cluster-autoscaler.log"
+    assert ca_log_path("nothing") is None
