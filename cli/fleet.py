@@ -11,7 +11,7 @@ import click
 
 from fleet import report
 from fleet.checks import Verdict
-from fleet.run import Fleet, FleetRefused, clean, left_behind
+from fleet.run import Fleet, FleetRefused, clean, left_behind, measure_again
 from fleet.spec import ARRIVALS, FleetError, FleetSpec, parse_shapes, plan, summary
 from k8s import poll
 from k8s.paths import FLEET_RUNS, shown
@@ -160,3 +160,17 @@ def fleet_report_cmd(runs, out):
     for line in report.throughput_ratios(loaded):
         click.echo(line)
     click.echo(f"picture: {shown(target)}")
+
+
+@fleet_group.command("measure", context_settings=CONTEXT_SETTINGS)
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+def fleet_measure_cmd(run_dir):
+    """Measure a fleet run again from its event log, with this code, without a cluster: its phases, drain, skew,
+    deadline firings and invariants (a run's directory as `fleet run` wrote it).  Exit 1 when a check fails."""
+    try:
+        m, verdicts = measure_again(Path(run_dir))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        fail(f"{run_dir}: not a fleet run's directory ({type(e).__name__}: {e})")
+    for line in report.lines(f"{m.get('autoscaler', '?')} autoscaler", m, verdicts):
+        click.echo(line)
+    sys.exit(0 if all(v.ok for v in verdicts) else 1)

@@ -92,7 +92,6 @@ class Gang:
     timed_out: float | None = None                 # its Workload first seen carrying the committed timeout
     cause: str = ""                                # the request's state when it timed out (provreq_state)
     bound: str = ""                                # which bound of the deadline's rule fired (the decision says)
-    ahead: int | None = None                       # requests not yet answered when its first request was created
     workload: str = ""
     requests: set = field(default_factory=set)
     pod_running: dict = field(default_factory=dict)   # pod name -> first seen Running
@@ -103,7 +102,6 @@ def fold(records: list[dict], pods_of: dict[str, int]) -> dict[str, Gang]:
     gangs = {name: Gang(name, pods) for name, pods in pods_of.items()}
     wl_gang: dict[str, str] = {}
     last_req: dict[str, dict] = {}                 # workload -> its latest request record
-    open_reqs: dict[str, bool] = {}                # request -> not yet answered
     for r in records:
         kind, t = r["kind"], r["t"]
         if kind == JOB and r["name"] in gangs:
@@ -121,15 +119,11 @@ def fold(records: list[dict], pods_of: dict[str, int]) -> dict[str, Gang]:
                 g.bound = r["bound"]
         elif kind == PROVREQ and r.get("owner") in wl_gang:
             g = gangs[wl_gang[r["owner"]]]
-            if g.ahead is None:
-                g.ahead = sum(1 for name, q in open_reqs.items() if q and name != r["name"])
             g.requests.add(r["name"])
             if r["type"] != "DELETED":
                 last_req[r["owner"]] = r
             g.requested = _first(g.requested, t, True)
             g.provisioned = _first(g.provisioned, t, provreq_state(r) == "provisioned")
-        if kind == PROVREQ:
-            open_reqs[r["name"]] = r["type"] != "DELETED" and provreq_state(r) in ("waiting", "accepted")
         elif kind == POD and r.get("owner") in gangs:
             g = gangs[r["owner"]]
             if r.get("phase") == "Running" and r["type"] != "DELETED":

@@ -76,13 +76,15 @@ def firings(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, int]:
     return out
 
 
-def depths(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, int | None]:
-    """The queue depth the deadline could bear: the fewest requests ahead of a gang that timed out falsely (its pool
-    in stock), and the most ahead of one admitted in time (None where there is none)."""
-    false = [g.ahead for g in gangs.values() if g.timed_out is not None and g.name not in out_of_stock
-             and g.ahead is not None]
-    served = [g.ahead for g in gangs.values() if g.admitted is not None and g.ahead is not None]
-    return {"first_false_timeout": min(false, default=None), "most_served": max(served, default=None)}
+def depth(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, float | int | None]:
+    """The queue depth a deadline bore: when the first false timeout fired (a gang whose pool was in stock), and how
+    many gangs had been provisioned by then, the requests the autoscaler had worked through (None: no false one)."""
+    false = [g.timed_out for g in gangs.values() if g.timed_out is not None and g.name not in out_of_stock]
+    if not false:
+        return {"first_false_timeout": None, "provisioned_before": None}
+    first = min(false)
+    return {"first_false_timeout": first,
+            "provisioned_before": sum(1 for g in gangs.values() if g.provisioned is not None and g.provisioned < first)}
 
 
 def counts(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int, int]]:
@@ -144,7 +146,7 @@ def summary(gangs: dict[str, Gang], records: list[dict], out_of_stock: set[str],
         "skew": {"gangs": len(sk), "p50": percentile(sk, 50), "p95": percentile(sk, 95), "max": max(sk, default=None),
                  "over_2s": sum(1 for s in sk if s > 2)},
         "firings": firings(gangs, out_of_stock),
-        "depth": depths(gangs, out_of_stock),
+        "depth": depth(gangs, out_of_stock),
         "succeeded": sum(1 for g in gangs.values() if g.succeeded is not None),
         "requests": sum(len(g.requests) for g in gangs.values()),
         "peak_nodes": {p: peak_nodes(records, p) for p in sorted(fleet_pools)},

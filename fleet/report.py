@@ -41,9 +41,9 @@ def lines(label: str, m: dict, verdicts: list) -> list[str]:
                    + (f"; by the bound that fired: {', '.join(f'{k} {v}' for k, v in sorted(bounds.items()))}"
                       if bounds else ""))
     d = m.get("depth") or {}
-    if d.get("first_false_timeout") is not None or d.get("most_served") is not None:
-        out.append(f"  queue depth: admitted in time with up to {d.get('most_served')} requests ahead; the first "
-                   f"false timeout had {d.get('first_false_timeout')} ahead")
+    if d.get("first_false_timeout") is not None:
+        out.append(f"  the first false timeout fired {d['first_false_timeout']:.0f}s into the run, when "
+                   f"{d['provisioned_before']} requests had been provisioned: the queue depth the deadline bore")
     if m.get("cost"):
         out.append("  control plane: " + ", ".join(f"{k} {v['cpu']:.0f} CPU-s / {v['peak_mb']:.0f} MB peak"
                                                    for k, v in sorted(m["cost"].items())))

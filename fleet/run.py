@@ -39,8 +39,8 @@ from scenarios.kit.controllers import READY_LINE, Controller, controllers_dir
 
 from . import checks, events, measure, report
 from .spec import NAMESPACE as FLEET_NS
-from .spec import (DEADLINE_CLASS, TAUCLUSTER_NAME, Plan, pool_name, pools_document, queue_name, taucluster,
-                   without_check)
+from .spec import (DEADLINE_CLASS, TAUCLUSTER_NAME, FleetSpec, Plan, plan, pool_name, pools_document, queue_name,
+                   taucluster, without_check)
 
 MANAGER = "tau-demo-fleet"
 READY_TIMEOUT = 60.0          # seconds for the TauCluster's profiles to be ProvisioningReady
@@ -378,6 +378,21 @@ def autoscaler_argv(autoscaler: str, pools_file: Path, flags: tuple[str, ...] = 
     if autoscaler == "real":
         return ["real-ca", "--pools", str(pools_file), *(["--", *flags] if flags else [])]
     return ["fake-ca", "--pools", str(pools_file), *flags]
+
+
+def measure_again(run_dir: Path) -> tuple[dict, list]:
+    """A run's measures and invariants computed again from its event log (events.jsonl) and its plan (the spec in
+    results.json) by this code: what `fleet measure` prints.  The control plane's cost and the autoscaler's loops,
+    read from processes during the run, are kept as they were."""
+    was = json.loads((run_dir / "results.json").read_text())
+    raw = dict(was["spec"], shapes=tuple(tuple(x) for x in was["spec"]["shapes"]),
+               stockout=tuple(was["spec"]["stockout"]))
+    p = plan(FleetSpec(**raw))
+    recs = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    gangs = events.fold(recs, {g.name: g.gang.pods for g in p.gangs})
+    pools = {pool_name(j): most for j, most in enumerate(p.pool_max)}
+    m = {**was, **measure.summary(gangs, recs, measure.out_of_stock_gangs(p.gangs, p.spec.stockout), set(pools))}
+    return m, checks.all_checks(recs, gangs, m["peak_nodes"], pools)
 
 
 def _children(pid: int) -> list[int]:

@@ -333,17 +333,18 @@ def test_the_real_autoscalers_loops_from_its_log():
     assert measure.ca_loops("") == [] and measure.ca_loops("no klog here\n") == []
 
 
-def test_each_gang_knows_the_requests_ahead_of_it_and_the_bound_that_fired():
+def test_the_bound_that_fired_and_the_queue_depth_the_deadline_bore():
     log = [rec(0, events.JOB, "a", "ADDED"), rec(0, events.JOB, "b", "ADDED"), rec(0, events.JOB, "c", "ADDED"),
            wl(1, "wa", "a"), wl(1, "wb", "b"), wl(1, "wc", "c"),
            pr(2, "ra", "wa"), pr(3, "rb", "wb"), pr(4, "ra", "wa", provisioned="True"), pr(5, "rc", "wc"),
-           wl(6, "wa", "a", admitted=True), wl(40, "wc", "c", timed_out=True, active=False, bound="outer-bound")]
+           wl(6, "wa", "a", admitted=True), wl(40, "wc", "c", timed_out=True, active=False, bound="outer-bound"),
+           pr(41, "rb", "wb", provisioned="True"), wl(50, "wb", "b", timed_out=True, active=False)]
     gangs = events.fold(log, {"a": 1, "b": 1, "c": 1})
-    assert (gangs["a"].ahead, gangs["b"].ahead, gangs["c"].ahead) == (0, 1, 1)
-    assert gangs["c"].bound == "outer-bound" and gangs["a"].bound == ""
+    assert gangs["c"].bound == "outer-bound" and gangs["a"].bound == "" and gangs["b"].bound == ""
     assert measure.firings(gangs, set())["bound:outer-bound"] == 1
-    assert measure.depths(gangs, set()) == {"first_false_timeout": 1, "most_served": 0}
-    assert measure.depths(gangs, {"c"}) == {"first_false_timeout": None, "most_served": 0}
+    assert measure.depth(gangs, set()) == {"first_false_timeout": 40, "provisioned_before": 1}
+    assert measure.depth(gangs, {"c"}) == {"first_false_timeout": 50, "provisioned_before": 2}
+    assert measure.depth(gangs, {"b", "c"}) == {"first_false_timeout": None, "provisioned_before": None}
     r = events.record(1, events.WORKLOAD, "MODIFIED", {"metadata": {"name": "w", "annotations": {
         "tau-demo.io/admission-decision-bound": "budget"}}})
     assert r["bound"] == "budget"
@@ -370,3 +371,19 @@ def test_the_real_autoscalers_log_file_from_its_start_line():
             "log /tmp/s/real-ca/cluster-autoscaler.log)")
     assert str(ca_log_path("x\n" + line + "\n")) == "/tmp/s/real-ca/cluster-autoscaler.log"
     assert ca_log_path("nothing") is None
+
+
+def test_a_run_is_measured_again_from_its_log_alone(tmp_path):
+    from fleet.run import measure_again
+    import json as j
+    spec = FleetSpec(gangs=1, shapes=(("2x8", 1),), queues=1, pools=1)
+    g = plan(spec).gangs[0]
+    log = happy(g.name)
+    (tmp_path / "events.jsonl").write_text("".join(j.dumps(r) + "\n" for r in log))
+    results = {"spec": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(spec).items()},
+               "cost": {"etcd": {"cpu": 1.0, "peak_mb": 2.0}}, "autoscaler": "fake", "succeeded": 0}
+    results["spec"]["shapes"] = [list(x) for x in spec.shapes]
+    (tmp_path / "results.json").write_text(j.dumps(results))
+    m, verdicts = measure_again(tmp_path)
+    assert m["succeeded"] == 1 and m["cost"] == results["cost"] and m["autoscaler"] == "fake"
+    assert [v.ok for v in verdicts] == [True] * 4
