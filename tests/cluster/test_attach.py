@@ -5,7 +5,7 @@ and nothing of the demo's (no TauCluster CRD, no namespace of ours, no marker). 
 profile's Kueue objects with plain `kubectl apply` from manifests/namespaces.yaml and manifests/kueue-objects.yaml.
 On it: the TauCluster controller refuses to run without the CRD; attach refuses `--mode manage` and writes nothing
 with `--dry-run`; attached in Adopt mode, then in External mode, the walkthrough's `success`, `timeout-deadline` and
-`race-timeout-wins` pass; while External, nothing but Kueue wrote to the profile's objects (the cluster's audit log:
+`race-timeout-wins` pass, and in Adopt mode a small `tau-demo fleet run` too; while External, nothing but Kueue wrote to the profile's objects (the cluster's audit log:
 who wrote, by user agent); `cluster down` gives the cluster back exactly as the administrator left it (every object
 of the five kinds, its namespaces and CRDs: the same spec generation, labels and annotations).
 
@@ -127,6 +127,11 @@ def test_a_bare_cluster_set_up_by_its_administrator_is_attached_runs_the_walkthr
             assert ctx.leftovers() == []
         finally:
             stop_started(ctx)
+        if mode == MODE_ADOPT:                   # beyond one machine: the fleet run on a cluster taken on
+            r = tau_demo("fleet", "run", "--gangs", "4", "--run", "5s", "--boot", "2s", "--out",
+                         str(Path(os.environ["TAU_DEMO_STATE"]) / "fleet"), "--kubeconfig", st.kubeconfig)
+            print(r.stdout, r.stderr)
+            assert r.returncode == 0 and "PASS  nothing is left at the end" in r.stdout, r.stdout + r.stderr
 
         with open(log, "rb") as f:
             f.seek(audit_from)
