@@ -162,6 +162,26 @@ def fleet_report_cmd(runs, out):
     click.echo(f"picture: {shown(target)}")
 
 
+@fleet_group.command("pace", context_settings=CONTEXT_SETTINGS)
+@click.argument("pairs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+def fleet_pace_cmd(pairs):
+    """The fake against the real autoscaler at the same loads: PAIRS are run directories, a real one then a fake one
+    of the same fleet, pair after pair.  Prints the drain rate and the time to Provisioned (p50, p95) of each and the
+    fake's ratio to the real one's; exit 1 when one is off by more than 25%."""
+    if len(pairs) % 2:
+        fail("give the runs in pairs: a real one, then a fake one of the same fleet")
+    loaded = []
+    for real_dir, fake_dir in zip(pairs[::2], pairs[1::2]):
+        real, fake = (json.loads((Path(d) / "results.json").read_text()) for d in (real_dir, fake_dir))
+        if (real.get("autoscaler"), fake.get("autoscaler")) != ("real", "fake") or real["spec"] != fake["spec"]:
+            fail(f"{real_dir} and {fake_dir}: not a real and a fake run of the same fleet")
+        loaded.append((real["gangs"], real, fake))
+    rows = report.pace_rows(loaded)
+    for line in rows:
+        click.echo(line)
+    sys.exit(0 if all(r.endswith("| yes |") for r in rows[2:]) else 1)
+
+
 @fleet_group.command("measure", context_settings=CONTEXT_SETTINGS)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 def fleet_measure_cmd(run_dir):

@@ -131,3 +131,27 @@ def throughput_ratios(runs: list[tuple[str, dict]]) -> list[str]:
             out.append(f"  {label}: {m['admission_rate']:.2f} a second, {m['admission_rate'] / base[1]['admission_rate']:.3f}"
                        " of it")
     return out
+
+
+PACE_TOLERANCE = 0.25      # the fake keeps the real one's pace: each figure within 25% of the real one's
+
+
+def pace_rows(pairs: list[tuple[int, dict, dict]]) -> list[str]:
+    """Fake against real at the same load, one row per fleet size (gangs, real run, fake run): the drain rate and the
+    time to Provisioned p50 and p95 of each, the fake's as a ratio of the real one's, and whether all three are
+    within PACE_TOLERANCE."""
+    out = ["| gangs | drain real / fake (req/s) | ratio | Provisioned p50 real / fake | ratio | "
+           "Provisioned p95 real / fake | ratio | within 25% |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for n, real, fake in pairs:
+        rp = next(p for p in real["phases"] if p["name"] == "Provisioned")
+        fp = next(p for p in fake["phases"] if p["name"] == "Provisioned")
+        figures = [(real["drain_rate"], fake["drain_rate"]), (rp["p50"], fp["p50"]), (rp["p95"], fp["p95"])]
+        ratios = [f / r if r and f is not None else None for r, f in figures]
+        ok = all(x is not None and abs(x - 1) <= PACE_TOLERANCE for x in ratios)
+        cells = []
+        for i, ((r, f), x) in enumerate(zip(figures, ratios)):
+            fmt = "{:.2f}" if i == 0 else "{:.1f} s"
+            cells += [f"{fmt.format(r) if r is not None else '–'} / {fmt.format(f) if f is not None else '–'}",
+                      f"{x:.2f}" if x is not None else "–"]
+        out.append(f"| {n} | " + " | ".join(cells) + f" | {'yes' if ok else 'no'} |")
+    return out

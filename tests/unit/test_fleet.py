@@ -387,3 +387,14 @@ def test_a_run_is_measured_again_from_its_log_alone(tmp_path):
     m, verdicts = measure_again(tmp_path)
     assert m["succeeded"] == 1 and m["cost"] == results["cost"] and m["autoscaler"] == "fake"
     assert [v.ok for v in verdicts] == [True] * 4
+
+
+def test_the_pace_table_gives_each_figure_of_the_fake_as_a_ratio_of_the_real_ones():
+    def run(drain, p50, p95):
+        return {"drain_rate": drain, "phases": [{"name": "Provisioned", "p50": p50, "p95": p95}]}
+    rows = report.pace_rows([(25, run(1.0, 10.0, 20.0), run(1.2, 9.0, 24.0)),
+                             (50, run(1.0, 10.0, 20.0), run(1.3, 10.0, 20.0)),
+                             (100, run(1.0, 10.0, None), run(1.0, 10.0, 20.0))])
+    assert rows[2] == "| 25 | 1.00 / 1.20 | 1.20 | 10.0 s / 9.0 s | 0.90 | 20.0 s / 24.0 s | 1.20 | yes |"
+    assert rows[3].endswith("| 1.30 | 10.0 s / 10.0 s | 1.00 | 20.0 s / 20.0 s | 1.00 | no |")
+    assert rows[4].endswith("| – / 20.0 s | – | no |")
