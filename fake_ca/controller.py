@@ -62,7 +62,7 @@ class FakeCA:
         self._status: dict | None = None           # the status ConfigMap as last written
         self._status_written = 0.0
         self._parsed: dict[str, tuple[tuple, Request]] = {}
-        self._made = self._deleted = 0             # node creates and deletes of the loop under way (--pace)
+        self._made = self._deleted = self._marked = 0      # the loop under way's node writes (--pace)
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
@@ -107,7 +107,7 @@ class FakeCA:
     def run_once(self) -> float:
         """One loop; returns the seconds to wait before the next."""
         began = time.monotonic()
-        self._made = self._deleted = 0           # this loop's node creates and deletes (its pace)
+        self._made = self._deleted = self._marked = 0      # this loop's node creates, deletes and marks (its pace)
         now = self.now()
         plan = lifecycle.plan_loop(self.cluster(), self.pools, self.memory, now, self.opts)
         self.memory = plan.memory
@@ -127,7 +127,7 @@ class FakeCA:
         self.publish_status()
         if self.opts.pace:          # as long as the real autoscaler's loop would take
             loop = pace.looked_at(self.nodes.items(), self.pods.items(), self.provreqs.items(), self._made,
-                                  self._deleted)
+                                  self._deleted, self._marked)
             time.sleep(pace.rest(pace.MODEL, loop, time.monotonic() - began))
         return lifecycle.next_wait(plan, scaled_down, self.opts)
 
@@ -272,6 +272,7 @@ class FakeCA:
             self._patch_node(n, {UNNEEDED_ANNOTATION: format_time(now)})
         for n in plan.clear:
             self._patch_node(n, {UNNEEDED_ANNOTATION: None})
+        self._marked += len(plan.mark) + len(plan.clear)
         for n in plan.taint:
             log.info("scale-down: tainting %s %s; deleting it in %.0fs", n, TO_BE_DELETED_TAINT,
                      self.opts.node_delete_delay_after_taint)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-FIELDS = ("base", "per_node", "per_pod", "per_request", "per_made", "per_deleted")
+FIELDS = ("base", "per_node", "per_pod", "per_request", "per_made", "per_deleted", "per_marked")
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class LoopModel:
     per_request: float = 0.0     # per ProvisioningRequest not yet answered
     per_made: float = 0.0        # per node the loop creates (a scale-up's nodes)
     per_deleted: float = 0.0     # per node the loop deletes (scale-down)
+    per_marked: float = 0.0      # per node it marks unneeded or needed again (the real one's soft taint, the fake's
+                                 # unneeded-since annotation)
 
 
 @dataclass(frozen=True)
@@ -38,22 +40,23 @@ class Loop:
     requests: int = 0
     made: float = 0.0
     deleted: float = 0.0
+    marked: float = 0.0
 
 
 OFF = LoopModel()
-# Fitted (fit_model over base, per_made, per_deleted; a soft taint written counted as half a node deleted) to 425 loops
-# of the real autoscaler in eight fleet runs of 10 to 200 gangs (docs/autoscaler.md, "A loop's pace"): a loop takes
-# about a second whatever it looks at (median 0.80 s at 0 to 450 nodes, up to 200 requests pending), and a loop that
-# removes nodes takes 0.43 s more per node: its writes go at client-go's default 5 a second (every loop's time is a
-# multiple of 0.2 s), not at the pace of its CPU (about 30 ms a loop).  Not measurably more per node made, node, pod
-# or request looked at.
-MODEL = LoopModel(base=1.10, per_deleted=0.43)
+# Fitted to 600 loops of the real autoscaler in eight fleet runs of 10 to 200 gangs (docs/autoscaler.md, "A loop's
+# pace"): a loop takes 0.80 s (the median of the loops with no scale-down work: 0.80 s whether it made 0, 1, 2 or 4
+# nodes, with 0 to 450 nodes, 900 pods and 200 requests in the cluster), then fit_model over per_marked and per_deleted
+# on what is left: 0.34 s per soft taint written and 0.29 s per node removed.  Its writes go at client-go's default 5 a
+# second (every loop's time is a multiple of 0.2 s); not measurably more per node made, node, pod or request.
+MODEL = LoopModel(base=0.80, per_marked=0.34, per_deleted=0.29)
 
 
 def loop_seconds(model: LoopModel, loop: Loop) -> float:
     """How long a loop of the real autoscaler takes, looking at and doing this."""
     return max(0.0, model.base + model.per_node * loop.nodes + model.per_pod * loop.pods
-               + model.per_request * loop.requests + model.per_made * loop.made + model.per_deleted * loop.deleted)
+               + model.per_request * loop.requests + model.per_made * loop.made + model.per_deleted * loop.deleted
+               + model.per_marked * loop.marked)
 
 
 def rest(model: LoopModel, loop: Loop, spent: float) -> float:
@@ -61,14 +64,15 @@ def rest(model: LoopModel, loop: Loop, spent: float) -> float:
     return max(0.0, loop_seconds(model, loop) - spent)
 
 
-def looked_at(nodes: list[dict], pods: list[dict], requests: list[dict], made: int = 0, deleted: int = 0) -> Loop:
+def looked_at(nodes: list[dict], pods: list[dict], requests: list[dict], made: int = 0, deleted: int = 0,
+              marked: int = 0) -> Loop:
     """A loop: the nodes, the pods not finished, the requests not yet answered (neither Provisioned nor Failed True)
-    it looked at, and the nodes it made and deleted."""
+    it looked at, and the nodes it made, deleted and marked (unneeded, or needed again)."""
     live = sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
     waiting = sum(1 for r in requests if not any(
         c.get("type") in ("Provisioned", "Failed") and c.get("status") == "True"
         for c in (r.get("status") or {}).get("conditions") or []))
-    return Loop(len(nodes), live, waiting, made, deleted)
+    return Loop(len(nodes), live, waiting, made, deleted, marked)
 
 
 def fit_model(samples: list[tuple[Loop, float, float]], fields: tuple[str, ...] = FIELDS) -> LoopModel:
@@ -86,7 +90,7 @@ def fit_model(samples: list[tuple[Loop, float, float]], fields: tuple[str, ...] 
 
 def _row(loop: Loop, active: list[str]) -> list[float]:
     values = {"base": 1.0, "per_node": loop.nodes, "per_pod": loop.pods, "per_request": loop.requests,
-              "per_made": loop.made, "per_deleted": loop.deleted}
+              "per_made": loop.made, "per_deleted": loop.deleted, "per_marked": loop.marked}
     return [values[n] for n in active]
 
 
