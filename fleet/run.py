@@ -373,11 +373,16 @@ class Fleet:
 FLEET_SELECTOR = f"{TAUCLUSTER_LABEL}={TAUCLUSTER_NAME}"
 
 
+# The fake runs with the timings `tau-demo real-ca` gives the real one (its scan interval, its scale-down after
+# unneeded), so that the two differ in nothing but themselves at fleet scale.
+FAKE_AS_REAL = ("--scan-interval", "10s", "--scale-down-unneeded", "20s")
+
+
 def autoscaler_argv(autoscaler: str, pools_file: Path, flags: tuple[str, ...] = ()) -> list[str]:
     """The `tau-demo` command of the fleet's autoscaler (pure): the real CA's own flags go after `--`."""
     if autoscaler == "real":
         return ["real-ca", "--pools", str(pools_file), *(["--", *flags] if flags else [])]
-    return ["fake-ca", "--pools", str(pools_file), *flags]
+    return ["fake-ca", "--pools", str(pools_file), *FAKE_AS_REAL, *flags]
 
 
 def measure_again(run_dir: Path) -> tuple[dict, list]:
