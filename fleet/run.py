@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from demo.cluster import procs
-from demo.cluster.state import State
+from demo.cluster.state import state_of
 from demo.jobs.render import job_template, render_job
 from demo.taucluster.profile import objects, parse_all
 from k8s import heartbeat, metrics, poll
@@ -283,7 +283,7 @@ class Fleet:
 
     # ------------------------------------------------------------------ measuring
     def _pids(self) -> dict[str, list[int]]:
-        st = State.load()
+        st = state_of(self.kubeconfig)
         found: dict[str, list[int]] = {}
         if st:
             for pid, cmd in procs.running_under(st.dir):
