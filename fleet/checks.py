@@ -77,12 +77,13 @@ def provisioned_once(records: list[dict], gangs: dict[str, Gang], fleet_pools: s
     for r in records:
         if r["kind"] != PROVREQ or r["type"] == "DELETED":
             continue
+        key = r.get("uid") or r["name"]          # one request; Kueue may make another of the same name
         now = ((r.get("conditions") or {}).get("Provisioned") or [""])[0]
-        if now == "True" and state.get(r["name"]) == "left":
+        if now == "True" and state.get(key) == "left":
             again.add(r["name"])
         if now == "True":
-            provisioned.add(r["name"])
-        state[r["name"]] = "True" if now == "True" else ("left" if state.get(r["name"]) in ("True", "left") else "")
+            provisioned.add(key)
+        state[key] = "True" if now == "True" else ("left" if state.get(key) in ("True", "left") else "")
     pods_of_request = {req: g.pods for g in gangs.values() for req in g.requests}
     need = sum(pods_of_request.get(req, 0) for req in provisioned)
     made: dict[str, str] = {}

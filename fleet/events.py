@@ -15,7 +15,7 @@ from k8s import job as jobs
 from k8s import node as nodes_
 from k8s import workload as workloads
 from k8s.keys import (DECISION_ANNOTATION, DECISION_BOUND_ANNOTATION, DECISION_TIME_ANNOTATION, JOB_NAME_LABEL,
-                      PROVREQ_ANNOTATION, PROVREQ_CONDITIONS)
+                      PROVREQ_CONDITIONS, PROVREQ_UID_ANNOTATION)
 from k8s.objects import Obj, condition, labels, meta, revision, status
 
 JOB, WORKLOAD, PROVREQ, POD, NODE = "Job", "Workload", "ProvisioningRequest", "Pod", "Node"
@@ -32,7 +32,7 @@ def _owner(obj: Obj, kind: str) -> str:
 def record(t: float, kind: str, typ: str, obj: Obj) -> dict:
     """One change as a record (pure)."""
     out = {"t": round(t, 3), "kind": kind, "type": typ, "name": meta(obj).get("name") or "", "rv": revision(obj),
-           "deleting": bool(meta(obj).get("deletionTimestamp"))}
+           "uid": meta(obj).get("uid") or "", "deleting": bool(meta(obj).get("deletionTimestamp"))}
     if kind == JOB:
         out.update(outcome=jobs.outcome(obj), mirrored=jobs.mirrored(obj), suspended=jobs.suspended(obj))
     elif kind == WORKLOAD:
@@ -55,7 +55,7 @@ def record(t: float, kind: str, typ: str, obj: Obj) -> dict:
     elif kind == NODE:
         out.update(owner=nodes_.pool_of(obj) or "", ready=nodes_.ready(obj),
                    created=meta(obj).get("creationTimestamp") or "",
-                   provreq=(meta(obj).get("annotations") or {}).get(PROVREQ_ANNOTATION, ""))
+                   provreq=(meta(obj).get("annotations") or {}).get(PROVREQ_UID_ANNOTATION, ""))
     return out
 
 
@@ -93,7 +93,7 @@ class Gang:
     cause: str = ""                                # the request's state when it timed out (provreq_state)
     bound: str = ""                                # which bound of the deadline's rule fired (the decision says)
     workload: str = ""
-    requests: set = field(default_factory=set)
+    requests: set = field(default_factory=set)     # the uids of its requests (Kueue may make one again by name)
     pod_running: dict = field(default_factory=dict)   # pod name -> first seen Running
 
 
@@ -119,7 +119,7 @@ def fold(records: list[dict], pods_of: dict[str, int]) -> dict[str, Gang]:
                 g.bound = r["bound"]
         elif kind == PROVREQ and r.get("owner") in wl_gang:
             g = gangs[wl_gang[r["owner"]]]
-            g.requests.add(r["name"])
+            g.requests.add(r.get("uid") or r["name"])
             if r["type"] != "DELETED":
                 last_req[r["owner"]] = r
             g.requested = _first(g.requested, t, True)

@@ -398,3 +398,23 @@ def test_the_pace_table_gives_each_figure_of_the_fake_as_a_ratio_of_the_real_one
     assert rows[2] == "| 25 | 1.00 / 1.20 | 1.20 | 10.0 s / 9.0 s | 0.90 | 20.0 s / 24.0 s | 1.20 | yes |"
     assert rows[3].endswith("| 1.30 | 10.0 s / 10.0 s | 1.00 | 20.0 s / 20.0 s | 1.00 | no |")
     assert rows[4].endswith("| – / 20.0 s | – | no |")
+
+
+def test_a_request_made_again_under_the_same_name_is_another_request():
+    name = "a request is provisioned once and no more nodes are made than its pods need"
+    log = happy("a")
+    for r in log:
+        if r["kind"] == events.PROVREQ:
+            r["uid"] = "u1"
+        if r["kind"] == events.NODE:
+            r["provreq"] = "u1"
+    again = [{**pr(30, "pr-a", "wl-a", provisioned="False"), "uid": "u1"},
+             {**pr(31, "pr-a", "wl-a", typ="DELETED"), "uid": "u1"},
+             {**pr(40, "pr-a", "wl-a"), "uid": "u2"}, {**pr(41, "pr-a", "wl-a", provisioned="True"), "uid": "u2"},
+             {**node(41, "n-a-c"), "provreq": "u2"}, {**node(41, "n-a-d"), "provreq": "u2"}]
+    v = verdicts(log + again, {"a": 2})[name]
+    assert v.ok, v.detail                     # Kueue's new request (a requeued gang): provisioned once, its own nodes
+    assert events.fold(log + again, {"a": 2})["a"].requests == {"u1", "u2"}
+    same = log + [{**pr(30, "pr-a", "wl-a", provisioned="False"), "uid": "u1"},
+                  {**pr(31, "pr-a", "wl-a", provisioned="True"), "uid": "u1"}]
+    assert not verdicts(same, {"a": 2})[name].ok
