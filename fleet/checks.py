@@ -63,7 +63,7 @@ def running_never_failed(records: list[dict], gangs: dict[str, Gang]) -> Verdict
 
 
 def pools_within_max(peaks: dict[str, int], pool_max: dict[str, int]) -> Verdict:
-    over = {f"{p} ({peaks[p]} > {pool_max[p]})" for p in peaks if peaks[p] > pool_max.get(p, 0)}
+    over = {f"{p} ({peaks[p]} > {pool_max.get(p, 0)})" for p in peaks if peaks[p] > pool_max.get(p, 0)}
     return Verdict("a pool never exceeds its maxNodes", not over,
                    f"peaks {', '.join(f'{p} {n}/{pool_max.get(p)}' for p, n in sorted(peaks.items()))}"
                    + (f"; over: {_some(over)}" if over else ""))
