@@ -14,6 +14,7 @@ from fleet.checks import Verdict
 from fleet.run import Fleet, FleetRefused, clean, left_behind, measure_again
 from fleet.spec import ARRIVALS, FleetError, FleetSpec, parse_shapes, plan, summary
 from k8s import poll
+from k8s.errors import ApiError, Unreachable
 from k8s.paths import FLEET_RUNS, shown
 from .interrupt import on_interrupt
 from .options import CONTEXT_SETTINGS, duration, fail, kube_options
@@ -87,8 +88,11 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
     skew, deadline firings by cause, control-plane cost), check the design's invariants over the whole run, then
     remove everything it made.  Ctrl-C or SIGTERM removes it too.  Exit 0 when every check passed, 1 when one
     failed, 2 when the fleet was refused before anything was made."""
-    p = plan(_spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota, run_s, deadline,
-                   seed))
+    try:
+        p = plan(_spec(gangs, shapes, queues, pools, arrival, rate, boot, stockout, pool_max, gpu_quota, run_s,
+                       deadline, seed))
+    except FleetError as e:
+        raise click.UsageError(str(e)) from None
     for line in summary(p):
         click.echo(line)
     if p.refused:
@@ -97,13 +101,15 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         return
     label = "no-check" if no_check else f"{autoscaler}-{deadline_rule}"
     out_dir = Path(out) if out else FLEET_RUNS / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
-    f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
-              deadline_flags=("--rule", deadline_rule, *deadline_flag), autoscaler_flags=tuple(autoscaler_flag),
-              check=not no_check)
     try:
+        f = Fleet(kube_client.connect(), kubeconfig, p, autoscaler, out_dir, say=click.echo,
+                  deadline_flags=("--rule", deadline_rule, *deadline_flag), autoscaler_flags=tuple(autoscaler_flag),
+                  check=not no_check)
         f.refuse()
     except FleetRefused as e:
         fail(f"the fleet cannot start on this cluster, so nothing was made:\n{e}", 2)
+    except (Unreachable, ApiError) as e:
+        fail(f"the cluster does not answer ({e}), so nothing was made; `tau-demo cluster up` starts one")
 
     def undo(command: str, signum: int) -> None:
         click.echo(f"\n{command}: interrupted; removing everything the run made", err=True)
@@ -116,9 +122,12 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
             f.submit_all()
             unfinished = f.wait_done(timeout)
             m, verdicts = f.finish(unfinished)
-        except (FleetRefused, poll.WaitTimedOut) as e:
-            left = f.cleanup()
-            fail(f"the fleet run stopped: {e}\n  left behind: {', '.join(left) or 'nothing'}")
+        except (FleetRefused, poll.WaitTimedOut, Unreachable, ApiError) as e:
+            try:
+                left = ", ".join(f.cleanup()) or "nothing"
+            except (Unreachable, ApiError, poll.WaitTimedOut) as again:
+                left = f"unknown, the cleanup failed too ({again}): `tau-demo fleet clean` removes what is left"
+            fail(f"the fleet run stopped: {e}\n  left behind: {left}")
         click.echo("  removing everything the run made")
         left = f.cleanup()
     verdicts.append(Verdict("nothing is left at the end", not left, f"left: {', '.join(left) or 'nothing'}"))
@@ -133,10 +142,13 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
 def fleet_clean_cmd(kube_client, kubeconfig):
     """Remove what a fleet run left (an interrupted or killed one): its controllers, namespace, TauCluster and the
     nodes of its pools.  Exit 0 when nothing is left."""
-    k = kube_client.connect()
-    with on_interrupt("tau-demo fleet clean", None):
-        clean(k, say=click.echo)
-    left = left_behind(k)
+    try:
+        k = kube_client.connect()
+        with on_interrupt("tau-demo fleet clean", None):
+            clean(k, say=click.echo)
+        left = left_behind(k)
+    except (Unreachable, ApiError, poll.WaitTimedOut) as e:
+        fail(f"tau-demo fleet clean: {e}")
     click.echo(f"left behind: {', '.join(left) or 'nothing'}")
     sys.exit(1 if left else 0)
 

@@ -665,3 +665,30 @@ def test_a_manager_runs_only_the_multikueue_group_and_the_group_runs_only_on_a_m
     runner.check_cluster(manager, ["multikueue-race", "multikueue-kueue-specs"])
     runner.check_cluster(plain, ["success", "upstream-3245"])
     runner.check_cluster(Context(None, str(tmp_path / "elsewhere")), ["success"])       # not one of ours: plain
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--gangs", "0"], "--gangs 0: must be 1..5000"),
+    (["--queues", "1", "--pools", "2"], "give at least as many queues as pools"),
+    (["--stockout", "7"], "--stockout 7: no such pool"),
+    (["--shapes", "2y8"], "expected PODSxGPUS"),
+    (["--arrival", "poisson", "--rate", "0"], "--rate 0.0: a Poisson stream needs a rate above 0"),
+])
+def test_fleet_run_refuses_settings_out_of_range_before_touching_a_cluster(args, needle):
+    r = run("fleet", "run", *args, "--plan-only", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output, r.output
+
+
+def test_fleet_run_refuses_a_fleet_that_never_fits_and_makes_nothing():
+    r = run("fleet", "run", "--gangs", "3", "--shapes", "2x8", "--pool-max", "1", "--kubeconfig", "/nonexistent/kc")
+    assert r.exit_code == 2 and "the fleet cannot run, so nothing was made" in r.output, r.output
+    assert "holds at most 1 (--pool-max)" in r.output
+
+
+def test_fleet_commands_on_a_cluster_that_does_not_answer_say_so(closed_port_kubeconfig):
+    r = run("fleet", "run", "--gangs", "2", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert r.exit_code == 1 and "the cluster does not answer" in r.output and "nothing was made" in r.output, r.output
+    r = run("fleet", "run", "--gangs", "2", "--kubeconfig", str(closed_port_kubeconfig))
+    assert r.exit_code == 1 and "the cluster does not answer" in r.output, r.output
+    r = run("fleet", "clean", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert r.exit_code == 1 and "tau-demo fleet clean: cannot load kubeconfig" in r.output, r.output
