@@ -11,7 +11,7 @@ import click
 from scenarios.kit import catalogue, runner
 from scenarios.walkthrough import soak
 from scenarios.kueue_specs import suite as kueue_suite, table as kueue_table
-from scenarios.kit.controllers import ensure_controller, stop_started
+from scenarios.kit.controllers import DEMO_FAKE_CA, ensure_controller, stop_started
 
 from demo.cluster import backends
 from demo.cluster.state import State
@@ -185,7 +185,7 @@ def soak_cmd(runs, seed, faults, kube_client, kubeconfig):
                                    "against the cluster `tau-demo cluster up` made")
     with cleaning_on_interrupt("tau-demo race soak", kubeconfig, kube_client.context):
         try:
-            fake = ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+            fake = ensure_controller(ctx, FAKE_CA_LEASE, DEMO_FAKE_CA, "fake autoscaler")
             if faults and fake is None:
                 raise click.ClickException("--faults kills the fake autoscaler it started; stop the one that runs")
             restart = (lambda component: backends.get(st.backend).restart(st.name, component)) if faults else None

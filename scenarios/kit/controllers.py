@@ -19,6 +19,10 @@ from k8s.paths import REPO, shown, state_root
 from .harness import Context, ScenarioFailed
 
 READY_LINE = "caches synced; ready"
+# The scenarios tell one gang at a time at the demo's timescale (the fake's 1 s scan interval, its 60 s bookings), and
+# bound their waits by it: their fake autoscaler runs unpaced, as fast as its own work.  The real autoscaler's loop
+# pace (--pace, the fake's default; docs/autoscaler.md D19) matters at fleet scale, where `tau-demo fleet` keeps it.
+DEMO_FAKE_CA = ["fake-ca", "--no-pace"]
 
 # Every controller this process started and has not stopped, whichever context started it (a scenario run side by
 # side gives each scenario a context of its own): what an interrupted command stops (stop_every_started).

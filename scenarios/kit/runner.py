@@ -30,7 +30,7 @@ from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NOD
 from demo.realca import exclusion
 
 from . import catalogue
-from .controllers import ensure_controller, stop_started
+from .controllers import DEMO_FAKE_CA, ensure_controller, stop_started
 from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
 from .scenario import Scenario
 
@@ -140,7 +140,7 @@ def start_controllers(ctx: Context) -> None:
         why = None if heartbeat.alive(ctx.k, FAKE_CA_LEASE) else exclusion.real_running(ctx.k)
         if why:
             raise AutoscalerConflict(f"--autoscaler fake: {why}")
-        ensure_controller(ctx, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+        ensure_controller(ctx, FAKE_CA_LEASE, DEMO_FAKE_CA, "fake autoscaler")
     ensure_controller(ctx, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS, ["deadline", "--cleanup-ttl", "10s"],
                       "deadline controller")
 

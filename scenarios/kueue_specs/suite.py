@@ -43,7 +43,8 @@ def settings(autoscaler: str) -> str:
     if autoscaler == "real":
         return (f"real: cluster-autoscaler {versions.CLUSTER_AUTOSCALER} (kwok provider) via `tau-demo real-ca "
                 f"{' '.join(REAL_CA_ARGS)}` (other flags in demo/realca/process.py)")
-    return "fake: `tau-demo fake-ca` (its defaults; each spec's faults are request parameters, shown in its row)"
+    return ("fake: `tau-demo fake-ca --no-pace` (the scenarios' fake: its defaults, unpaced; each spec's faults are "
+            "request parameters, shown in its row)")
 
 
 def configure(ctx: Context) -> None:

@@ -31,7 +31,7 @@ from k8s.resources import CLUSTER_QUEUE, JOB, NODE, POD, PROVREQ, WORKLOAD
 from k8s.tape import Tape
 from k8s.watch import NotSynced
 
-from ..kit.controllers import start_private
+from ..kit.controllers import DEMO_FAKE_CA, start_private
 from ..kit.harness import NS, Context, ScenarioFailed
 from ..kit.recorder import Recorder
 from . import checks
@@ -77,7 +77,7 @@ def autoscalers(ctx: Context, ws: list[Worker], stockout: dict[str, str]) -> Non
     """(Re)start each worker's fake autoscaler on its own cluster with its own pool table, out of stock for
     requests younger than stockout[worker] ("forever": for good); say what each one does."""
     for w in ws:
-        args = ["fake-ca", "--pools", str(w.pools), "--scale-down-unneeded", SCALE_DOWN]
+        args = [*DEMO_FAKE_CA, "--pools", str(w.pools), "--scale-down-unneeded", SCALE_DOWN]
         out = stockout.get(w.name)
         if out:
             args += ["--stockout", out]

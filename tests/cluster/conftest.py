@@ -30,7 +30,7 @@ from k8s.paths import MANIFESTS
 from k8s.resources import CRD
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
-from scenarios.kit.controllers import ensure_controller, stop_started
+from scenarios.kit.controllers import DEMO_FAKE_CA, ensure_controller, stop_started
 from k8s import poll
 from scenarios.kit.harness import Context
 
@@ -165,7 +165,7 @@ def ctx(k, kubeconfig):
     c = Context(k, kubeconfig, auto=True, out=sys.stdout, impersonate=True,
                 runs_dir=Path(os.environ["TAU_DEMO_STATE"]) / "runs",
                 extra_args={"fake-ca": ["--booking", "8s", "--hook-dir", str(HOOK_DIR)]})
-    ensure_controller(c, FAKE_CA_LEASE, ["fake-ca"], "fake autoscaler")
+    ensure_controller(c, FAKE_CA_LEASE, DEMO_FAKE_CA, "fake autoscaler")
     ensure_controller(c, DEADLINE_LEASE_PREFIX + DEFAULT_DEADLINE_CLASS, ["deadline", "--cleanup-ttl", "10s"],
                       "deadline controller")
     SESSION_CTX.append(c)
