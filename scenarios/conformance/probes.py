@@ -49,7 +49,7 @@ from demo.realca import exclusion
 from k8s.duration import FOREVER
 from k8s.pools import Pool, pools_to_yaml
 
-from ..kit.controllers import Controller, start_private
+from ..kit.controllers import DEMO_FAKE_CA, Controller, start_private
 from ..kit.toolbox import free_node
 from .fidelity import (Gap, GroupEvent, Mark, NodeEvent, ObservedWrite, Record, condition_changes,
                        condition_rewrites, group_states, select)
@@ -164,7 +164,7 @@ class RunSettings:
 
     def fake_args(self, pools_file: str) -> list[str]:
         d = go_duration
-        return ["fake-ca", "--pools", pools_file, "--scan-interval", d(self.scan),
+        return [*DEMO_FAKE_CA, "--pools", pools_file, "--scan-interval", d(self.scan),
                 "--initial-backoff", d(self.initial_backoff), "--max-backoff", d(self.max_backoff),
                 "--max-node-provision-time", d(self.max_node_provision_time),
                 "--initial-node-group-backoff", d(self.node_group_backoff),

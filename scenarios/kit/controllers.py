@@ -19,9 +19,11 @@ from k8s.paths import REPO, shown, state_root
 from .harness import Context, ScenarioFailed
 
 READY_LINE = "caches synced; ready"
-# The scenarios tell one gang at a time at the demo's timescale (the fake's 1 s scan interval, its 60 s bookings), and
-# bound their waits by it: their fake autoscaler runs unpaced, as fast as its own work.  The real autoscaler's loop
-# pace (--pace, the fake's default; docs/autoscaler.md D19) matters at fleet scale, where `tau-demo fleet` keeps it.
+# The scenarios and the conformance probes tell one request at a time at the demo's timescale (the fake's 1 s scan
+# interval, its 60 s bookings) and bound their waits by it: their fake autoscaler runs unpaced, as fast as its own
+# work.  The pacing model (--pace, the fake's default; docs/autoscaler.md D19) is a fleet-scale one: at one request at
+# a time the real autoscaler's few writes go at once (client-go's burst of 10 before its 5 a second), which the model's
+# 0.8 s a loop does not say; `tau-demo fleet` keeps the pace.
 DEMO_FAKE_CA = ["fake-ca", "--no-pace"]
 
 # Every controller this process started and has not stopped, whichever context started it (a scenario run side by

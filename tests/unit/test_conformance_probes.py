@@ -69,7 +69,7 @@ def test_the_node_groups_compared_are_those_the_probe_names():
 def test_both_autoscalers_get_the_same_settings():
     s = cf.RunSettings()
     fake, real = s.fake_args("P"), s.real_args("P")
-    assert fake == ["fake-ca", "--pools", "P", "--scan-interval", "2s", "--initial-backoff", "5s", "--max-backoff", "10s",
+    assert fake == ["fake-ca", "--no-pace", "--pools", "P", "--scan-interval", "2s", "--initial-backoff", "5s", "--max-backoff", "10s",
                     "--max-node-provision-time", "10s", "--initial-node-group-backoff", "30s",
                     "--max-node-group-backoff", "1m0s", "--scale-down-unneeded", "6s", "--booking", "10m0s"]
     assert real == ["real-ca", "--pools", "P", "--scan-interval", "2s", "--scale-down-unneeded-time", "6s",
