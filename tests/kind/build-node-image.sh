@@ -238,8 +238,13 @@ build_binaries() {
     env -C "$HERE/kindnetd" CGO_ENABLED=0 "${NICE[@]}" go build -trimpath -ldflags "-s -w" -o "$BIN/kindnetd" .
   run_step "building pause (static C)" cc-pause gcc -Os -static -o "$BIN/pause" "$HERE/images/pause.c"
   strip "$BIN/pause"
-  "$BIN/runc" --version | head -1 | grep -q "${RUNC#v}" || die "runc reports $("$BIN/runc" --version | head -1)"
-  "$BIN/containerd" --version | grep -q "$CONTAINERD" || die "containerd reports $("$BIN/containerd" --version)"
+  # each version read whole first: `--version | head -1 | grep -q` under pipefail fails when grep or head closes the
+  # pipe before the binary has written all its lines (SIGPIPE), however right the version is
+  local runc_says containerd_says
+  runc_says=$("$BIN/runc" --version 2>&1) || die "runc --version failed: $runc_says"
+  [[ "${runc_says%%$'\n'*}" == *"${RUNC#v}"* ]] || die "runc reports ${runc_says%%$'\n'*}"
+  containerd_says=$("$BIN/containerd" --version 2>&1) || die "containerd --version failed: $containerd_says"
+  [[ "$containerd_says" == *"$CONTAINERD"* ]] || die "containerd reports $containerd_says"
 }
 
 # ---------------------------------------------------------------------------------- base images
