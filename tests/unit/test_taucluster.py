@@ -802,3 +802,30 @@ def test_profiles_that_name_one_cluster_queue_with_other_cpu_or_memory_quotas_th
         f"profile {PROFILE} wants '2Ti', this profile '3Ti'"]}
     alike = raw(name="other", cpuQuota=256, memoryQuota="2048Gi")       # what the demo's 16 GPUs give, spelled otherwise
     assert P.refusals([taucluster("demo", T0, DEMO, alike)], {}) == {}
+
+
+COHORT_RAW = {"name": "p", "namespaces": ["demo"], "clusterQueue": "cq", "admissionCheck": "chk", "gpuQuota": 8,
+              "flavor": {"name": "f", "nodeLabels": {"agentpool": "x"}}}
+
+
+@pytest.mark.parametrize("cohort", ["a", "fleet", "a-b-9", "0", "a" * 63])
+def test_a_profile_takes_a_cohort_and_its_cluster_queue_names_it(cohort):
+    prof = profile_module.parse_profile({**COHORT_RAW, "cohort": cohort})
+    assert prof.cohort == cohort
+    cq = next(o for o in profile_module.objects(prof, "tc") if o["kind"] == "ClusterQueue")
+    assert list(cq["spec"])[:2] == ["namespaceSelector", "cohortName"] and cq["spec"]["cohortName"] == cohort
+
+
+def test_a_profile_without_a_cohort_has_none():
+    prof = profile_module.parse_profile(dict(COHORT_RAW))
+    assert prof.cohort is None
+    cq = next(o for o in profile_module.objects(prof, "tc") if o["kind"] == "ClusterQueue")
+    assert "cohortName" not in cq["spec"]
+    assert profile_module.parse_profile({**COHORT_RAW, "cohort": None}).cohort is None
+
+
+@pytest.mark.parametrize("cohort", ["", "-a", "a-", "A", "a_b", "a.b", "a" * 64, 7, ["a"], True])
+def test_a_cohort_that_is_no_dns_label_is_refused_with_its_field(cohort):
+    with pytest.raises(BadProfile) as e:
+        profile_module.parse_profile({**COHORT_RAW, "cohort": cohort}, "spec.profiles[3]")
+    assert str(e.value) == f"spec.profiles[3].cohort: must be a DNS-1123 label (a cohort's name), got {cohort!r}"
