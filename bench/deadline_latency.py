@@ -62,7 +62,7 @@ from k8s.watch import Event
 from scenarios.kit.controllers import start_private, stop_started
 from scenarios.kit.harness import NS, Context, ScenarioFailed
 
-from .common import cpu_seconds, median, p95
+from .common import median, p95
 
 CLS = "bench-latency"
 BENCH_LABEL = "tau-demo.io/bench"
@@ -314,9 +314,9 @@ def measure_burst(k: Kube, watch: DeadlineEvents, burst: Burst, pid: int, ideal:
     time.sleep(max(0.0, burst.T - 1.5 - time.time()))
     m_pre, t_pre = apiserver_metrics(k), time.time()
     time.sleep(max(0.0, burst.T - 0.5 - time.time()))
-    cpu_pre = cpu_seconds(pid)
+    cpu_pre = procs.cpu_seconds(pid)
     by_uid = poll.until(lambda: watch.committed(list(uids.values())), 120, "every Workload's committed decision", 0.05)
-    cpu_decided = cpu_seconds(pid)
+    cpu_decided = procs.cpu_seconds(pid)
     got = Measured({n: by_uid[u] for n, u in uids.items()}, m_pre, apiserver_metrics(k), t_pre, time.time(), cpu_pre,
                    cpu_decided)
     if not ideal:
@@ -325,7 +325,7 @@ def measure_burst(k: Kube, watch: DeadlineEvents, burst: Burst, pid: int, ideal:
     else:       # it sends every due commit before any mirror, so its mirrors may trail the last decision
         poll.until(lambda: all(any(jobs_.mirrored(j) and jobs_.cleanup_after(j) for _, _, j in watch.job_events(n))
                                for n in names), 90, "the ideal client's mirrors and cleanup times", 0.1)
-    got.cpu_end, got.t_cleaned = cpu_seconds(pid), time.time()
+    got.cpu_end, got.t_cleaned = procs.cpu_seconds(pid), time.time()
     time.sleep(1.0)                                 # late events (Workload deletions) for the histories
     return got
 
@@ -425,7 +425,7 @@ def one_burst(k: Kube, kc: str, a: argparse.Namespace, ideal: bool) -> float:
         try:
             ctl, pid = start_deciding(ctx, kc, a, ideal)
             time.sleep(2)                                   # let start-up settle before the CPU baseline
-            burst = create_jobs(k, a.jobs, a.lead, cpu_seconds(pid))
+            burst = create_jobs(k, a.jobs, a.lead, procs.cpu_seconds(pid))
             uids = set(burst.uids.values())
             await_workloads(watch, burst, time.time())
             got = measure_burst(k, watch, burst, pid, ideal, parse_duration(a.cleanup_ttl))

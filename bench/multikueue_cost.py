@@ -25,7 +25,7 @@ from pathlib import Path
 from demo.cluster import procs
 from k8s.paths import REPO as _REPO
 
-from .common import cpu_seconds, median
+from .common import median
 
 _PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue")
 
@@ -35,13 +35,6 @@ def component(cmd: str) -> str:
     if exe == "unshare":                       # a MultiKueue cluster's Kueue, in its own mount namespace
         return "kueue"
     return next((c for c in _PROCESSES if exe.startswith(c)), exe)
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def processes_of(d: Path) -> list[tuple[int, str]]:
@@ -55,7 +48,7 @@ def idle(dirs: dict[str, Path], settle: float, window: float) -> dict[str, dict[
     """Per cluster, per component: (CPU share of one core over the window, RSS MB at its end)."""
     time.sleep(settle)
     pids = {name: processes_of(d) for name, d in dirs.items()}
-    before = {pid: cpu_seconds(pid) for ps in pids.values() for pid, _ in ps}
+    before = {pid: procs.cpu_seconds(pid) for ps in pids.values() for pid, _ in ps}
     t0 = time.monotonic()
     time.sleep(window)
     span = time.monotonic() - t0
@@ -63,8 +56,8 @@ def idle(dirs: dict[str, Path], settle: float, window: float) -> dict[str, dict[
     for name, ps in pids.items():
         for pid, cmd in ps:
             try:
-                cpu = (cpu_seconds(pid) - before[pid]) / span
-                mem = rss_mb(pid)
+                cpu = (procs.cpu_seconds(pid) - before[pid]) / span
+                mem = procs.rss_mb(pid)
             except OSError:
                 continue
             c = component(cmd)

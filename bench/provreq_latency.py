@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from demo.cluster import procs
 from demo.cluster.state import default_kubeconfig
 from k8s import heartbeat, poll
 from k8s import resources as R
@@ -37,7 +38,7 @@ from k8s.tape import Delivered, Tape
 from k8s.watch import Event
 from scenarios.kit.harness import ScenarioFailed
 
-from .common import cpu_seconds, median, p95
+from .common import median, p95
 
 BENCH_NAMESPACE = "bench"
 POOLS = Path(__file__).with_name("pools-bench.yaml")
@@ -197,10 +198,10 @@ def one_run(k: Kube, kc: str, requests: int, scan: str, autoscaler: str = "fake"
     ca, logpath = start_autoscaler(kc, scan, autoscaler, ca_flags)
     try:
         pids = [ca.pid] + ([real_ca_pid(logpath.read_text())] if autoscaler == "real" else [])
-        cpu0 = sum(cpu_seconds(p) for p in pids)
+        cpu0 = sum(procs.cpu_seconds(p) for p in pids)
         metrics0 = apiserver_times(k.raw("/metrics"))
         made, provisioned, times, created_in = burst(k, requests)
-        cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+        cpu = sum(procs.cpu_seconds(p) for p in pids) - cpu0
         apiserver = apiserver_delta(metrics0, apiserver_times(k.raw("/metrics")))
         lat = [provisioned[n] - made[n] for n in made if n in provisioned]
         span = (times[-1] - times[0]) if len(times) > 1 else float("nan")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import urllib.request
 import threading
@@ -58,22 +57,12 @@ class FleetRefused(RuntimeError):
     """The fleet cannot start on this cluster; nothing was made."""
 
 
-def _cpu_seconds(pid: int) -> float | None:
+def _now(read, pid: int) -> float:
+    """procs.cpu_seconds or procs.rss_mb of a process, 0 once it is gone (a controller stopped meanwhile)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return read(pid)
     except (OSError, IndexError, ValueError):
-        return None
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+        return 0.0
 
 
 RESOURCES = {r.kind: r for r in (RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE)}
@@ -297,13 +286,13 @@ class Fleet:
         return found
 
     def _cost(self) -> dict[str, float]:
-        return {name: sum(_cpu_seconds(p) or 0.0 for p in pids) for name, pids in self._pids().items()}
+        return {name: sum(_now(procs.cpu_seconds, p) for p in pids) for name, pids in self._pids().items()}
 
     def _sample_memory(self) -> None:
         scaler = next((c for c in self.controllers if c.lease == "fleet-autoscaler"), None)
         while not self._stop.wait(COST_EVERY):
             for name, pids in self._pids().items():
-                self._peaks[name] = max(self._peaks.get(name, 0.0), sum(_rss_mb(p) for p in pids))
+                self._peaks[name] = max(self._peaks.get(name, 0.0), sum(_now(procs.rss_mb, p) for p in pids))
             if scaler is not None and self.autoscaler == "real" and self.t0:
                 got = real_ca_loops(scaler.log_text())
                 if got:

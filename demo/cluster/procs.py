@@ -161,3 +161,17 @@ def port_owner(port: int) -> str:
         return out.strip().split("users:")[-1] if "users:" in out else ""
     except (OSError, subprocess.TimeoutExpired):
         return ""
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from /proc (OSError: no such process)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")          # utime, stime
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory now, MB, from /proc (OSError: no such process)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
