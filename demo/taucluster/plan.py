@@ -241,7 +241,7 @@ class Claim:
     index: int              # the profile's place in its TauCluster's spec.profiles
     profile: str
     want: Obj
-    slot: int = 0           # the object's place among its profile's objects (the order they are made in)
+    place: int = 0          # the object's place among its profile's objects (the order they are made in)
 
     @property
     def order(self) -> tuple[str, str, int]:
@@ -260,8 +260,8 @@ def claims(tauclusters: list[Obj]) -> list[Claim]:
         except BadProfile:
             continue
         name, created = str(meta(tc).get("name")), str(meta(tc).get("creationTimestamp") or "")
-        out += [Claim(name, created, i, p.name, want, slot) for i, p in enumerate(profiles)
-                for slot, want in enumerate(objects(p, name))]
+        out += [Claim(name, created, i, p.name, want, place) for i, p in enumerate(profiles)
+                for place, want in enumerate(objects(p, name))]
     return out
 
 
@@ -301,5 +301,5 @@ def refusals(tauclusters: list[Obj], found: Mapping[Key, Obj]) -> dict[tuple[str
                 why = f"{what} is set up by profile {first.profile} of this TauCluster otherwise: {'; '.join(diffs)}"
             else:
                 continue
-            out.setdefault((c.taucluster, c.profile), []).append((c.slot, why))
+            out.setdefault((c.taucluster, c.profile), []).append((c.place, why))
     return {who: [why for _, why in sorted(lines)] for who, lines in out.items()}

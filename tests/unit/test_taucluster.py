@@ -552,7 +552,7 @@ LANE = raw(name="lane", namespaces=["lane"], clusterQueue="lane", flavor={"name"
 
 def test_each_claim_names_its_taucluster_its_time_its_profiles_place_and_the_object_marked_as_that_tauclusters():
     made = P.claims([taucluster("demo", T0, DEMO, LANE)])
-    assert [(c.taucluster, c.created, c.index, c.profile, c.slot, P.describe(c.want)) for c in made] == [
+    assert [(c.taucluster, c.created, c.index, c.profile, c.place, P.describe(c.want)) for c in made] == [
         ("demo", T0, 0, PROFILE, 0, "ResourceFlavor a100-scale"),
         ("demo", T0, 0, PROFILE, 1, f"ProvisioningRequestConfig {CHECK_NAME}"),
         ("demo", T0, 0, PROFILE, 2, f"AdmissionCheck {CHECK_NAME}"),
