@@ -52,7 +52,7 @@ def scenario_group():
               help="the live page's port (0: a free one; a port in use is an error)")
 @click.option("--serial", is_flag=True,
               help="one scenario after another, every one on the demo's profile, as a presenter tells it (the default "
-                   "without --auto; with it the walkthrough's scenarios run side by side, each on a lane of its own, "
+                   "without --auto; with it the walkthrough's scenarios run side by side, each in a slot of its own, "
                    "their output shown whole in the same order)")
 def run_cmd(names, kube_client, kubeconfig, auto, autoscaler, with_upstream, with_ui, ui_port, serial):
     """Run scenarios (default: all, the design's walkthrough).  NAMES: a group or scenario names, as `tau-demo

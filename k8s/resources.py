@@ -96,5 +96,5 @@ LIST = Kind("v1", "List")
 KUBECONFIG = Kind("v1", "Config")                                        # a kubeconfig file (a worker's, MultiKueue)
 KWOKCTL_CONFIGURATION = Kind("config.kwok.x-k8s.io/v1alpha1", "KwokctlConfiguration")
 NODE_POOL_LIST = Kind("tau-demo.io/v1", "NodePoolList")                 # the node pools file (k8s/pools.py)
-WALKTHROUGH_LANES = Kind("tau-demo.io/v1", "WalkthroughLanes")          # manifests/walkthrough-lanes.yaml
+WALKTHROUGH_SLOTS = Kind("tau-demo.io/v1", "WalkthroughSlots")          # manifests/walkthrough-slots.yaml
 KWOK_PROVIDER_CONFIG_VERSION = "v1alpha1"                               # the kwok cloud provider's config document

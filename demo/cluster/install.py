@@ -18,7 +18,7 @@ from k8s.objects import condition, is_true
 from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, NAMESPACE, TAUCLUSTER
 from k8s.paths import MANIFESTS
 from ..toolchain.components import KWOK_MANIFESTS, PROVREQ_CRD, share_path
-from . import lanes as lanes_
+from . import slots as slots_
 from .state import ClusterError
 from .tools import apply_docs, kubectl
 
@@ -63,12 +63,12 @@ def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MA
         if not p.exists():
             continue
         docs = load_manifest(p)
-        if f == TAUCLUSTER_FILE:           # the walkthrough's lanes: a profile and a namespace each
-            lanes = read_lanes(manifests_dir)
-            docs = [lanes_.with_lanes(d, lanes) if d.get("kind") == TAUCLUSTER.kind else d for d in docs]
-            if lanes:
-                apply_docs(kubeconfig, [NAMESPACE.new(lanes_.lane_name(lane)) for lane in lanes],
-                           "the walkthrough lanes' namespaces")
+        if f == TAUCLUSTER_FILE:           # the walkthrough's slots: a profile and a namespace each
+            slots = read_slots(manifests_dir)
+            docs = [slots_.with_slots(d, slots) if d.get("kind") == TAUCLUSTER.kind else d for d in docs]
+            if slots:
+                apply_docs(kubeconfig, [NAMESPACE.new(slots_.slot_name(slot)) for slot in slots],
+                           "the walkthrough slots' namespaces")
         apply_docs(kubeconfig, kueue_objects(docs) if kueue_objects and f == KUEUE_OBJECTS else docs, str(p))
         if f == TAUCLUSTER_CRD:
             wait_established(kubeconfig, *(d["metadata"]["name"] for d in docs))
@@ -80,13 +80,13 @@ def install_demo_objects(kubeconfig: str, backend: str, manifests_dir: Path = MA
     apply_docs(kubeconfig, [cm], "the demo-cluster marker")
 
 
-def read_lanes(manifests_dir: Path = MANIFESTS) -> list[str]:
-    """The walkthrough's lanes manifests/walkthrough-lanes.yaml names; [] without the file (a test's folder)."""
-    path = manifests_dir / lanes_.LANES_FILE
+def read_slots(manifests_dir: Path = MANIFESTS) -> list[str]:
+    """The walkthrough's slots manifests/walkthrough-slots.yaml names; [] without the file (a test's folder)."""
+    path = manifests_dir / slots_.SLOTS_FILE
     if not path.exists():
         return []
     try:
-        return lanes_.parse_lanes(yaml.safe_load(path.read_text()), str(path))
+        return slots_.parse_slots(yaml.safe_load(path.read_text()), str(path))
     except yaml.YAMLError as e:
         raise ManifestError(f"{path}: not valid YAML: {e}") from e
 

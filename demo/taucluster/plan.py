@@ -278,7 +278,7 @@ def refusals(tauclusters: list[Obj], found: Mapping[Key, Obj]) -> dict[tuple[str
     is not refused.  Each object's holder: the claimant whose label the object found carries, else the earliest claim
     (creationTimestamp, name, place in its spec).  Refused: a claim of another TauCluster than the holder, whatever
     it wants, and a claim of the holder's own TauCluster that wants the object otherwise than its first claim does
-    (profiles of one TauCluster may share an object that they want alike: the walkthrough's lanes share a check)."""
+    (profiles of one TauCluster may share an object that they want alike: the walkthrough's slots share a check)."""
     by_key: dict[Key, list[Claim]] = {}
     for c in sorted(claims(tauclusters), key=lambda c: c.order):
         by_key.setdefault(key(c.want), []).append(c)

@@ -123,10 +123,10 @@ RACE_TTL = "5s"         # the cleanup TTL of a race's private deadline controlle
 
 
 def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_dir: Path | None = None) -> Controller:
-    """A deadline controller of the scenario's own (its class `cls`, on its lane's namespace), freshly started:
+    """A deadline controller of the scenario's own (its class `cls`, in its slot's namespace), freshly started:
     what a race pauses (through `hook_dir`) without stalling the shared one."""
     args = ["deadline", "--class", cls, "--protocol", protocol, "--cleanup-ttl", RACE_TTL, "--resync", "1s",
-            "--namespace", ctx.lane.namespace]
+            "--namespace", ctx.slot.namespace]
     if hook_dir:
         args += ["--hook-dir", str(hook_dir)]
     return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")

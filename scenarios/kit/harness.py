@@ -22,7 +22,7 @@ from k8s import poll
 from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import NotFound
-from demo.cluster import lanes, procs
+from demo.cluster import procs, slots
 from k8s.objects import is_true, meta
 from k8s.keys import (BOOKING_EXPIRED, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, PROVISIONED,
                       SCENARIO_PREFIXES, SPECS_NAMESPACE, TAUCLUSTER_SCENARIO_PREFIX)
@@ -40,11 +40,11 @@ class ScenarioFailed(AssertionError):
 
 
 @dataclass(frozen=True)
-class Lane:
+class Slot:
     """Where a scenario's Jobs go: a namespace, the profile (LocalQueue) there, its ClusterQueue and the node pool its
     flavor places nodes on.  The default is the demo's profile gpu-a100-8, which every scenario shares when they run
-    one after another.  Side by side (scenarios/kit/runner.py), each walkthrough scenario but `success` runs on a lane of
-    its own, lane_of(its name), which cluster up's TauCluster sets up (manifests/taucluster-demo.yaml, one profile
+    one after another.  Side by side (scenarios/kit/runner.py), each walkthrough scenario but `success` runs in a slot of
+    its own, slot_of(its name), which cluster up's TauCluster sets up (manifests/taucluster-demo.yaml, one profile
     each; their pools in manifests/node-pools.yaml): its quota, nodes and pool backoff are nobody else's, and its
     private controllers carry its tag.  `scoped`: the scenario's nodes are its pool's only (the walkthrough's
     scenarios, which use one pool; the other groups use several and see every autoscaler's node)."""
@@ -52,23 +52,23 @@ class Lane:
     profile: str = PROFILE
     cluster_queue: str = DEMO_CLUSTER_QUEUE
     pool: str = DEMO_POOL
-    tag: str = ""                   # "" on the demo's lane; the scenario's name on its own
+    tag: str = ""                   # "" in the demo's slot; the scenario's name in its own
     scoped: bool = False
 
     @property
     def node_selector(self) -> str | None:
-        """The label selector of the lane's nodes, when scoped."""
+        """The label selector of the slot's nodes, when scoped."""
         return f"{POOL_LABEL}={self.pool}" if self.scoped else None
 
     def private(self, name: str) -> str:
-        """A name of the scenario's own, for what it starts (a deadline controller's class): the lane's tag added."""
+        """A name of the scenario's own, for what it starts (a deadline controller's class): the slot's tag added."""
         return f"{name}-{self.tag}" if self.tag else name
 
 
-def lane_of(scenario: str) -> Lane:
-    """The lane of its own a walkthrough scenario runs on side by side (demo/cluster/lanes.py: every name wt-<scenario>)."""
-    name = lanes.lane_name(scenario)
-    return Lane(namespace=name, profile=name, cluster_queue=name, pool=name, tag=scenario, scoped=True)
+def slot_of(scenario: str) -> Slot:
+    """The slot of its own a walkthrough scenario runs in side by side (demo/cluster/slots.py: every name wt-<scenario>)."""
+    name = slots.slot_name(scenario)
+    return Slot(namespace=name, profile=name, cluster_queue=name, pool=name, tag=scenario, scoped=True)
 
 
 @dataclass
@@ -94,14 +94,14 @@ class Context:
     title: str = ""                # the scenario being told (its header), for the live page
     spec_results: list = field(default_factory=list)     # Kueue's specs: what each one showed (kueue_specs.kit)
     cluster: str = ""              # a MultiKueue worker's context: the worker's name (its controllers' files say it)
-    lane: Lane = field(default_factory=Lane)     # where its Jobs go (Lane)
+    slot: Slot = field(default_factory=Slot)     # where its Jobs go (Slot)
     namespaces: tuple[str, ...] = NAMESPACES     # where scenarios make Jobs, Workloads, LocalQueues: leftovers() looks
 
-    def child(self, lane: Lane, out=None) -> "Context":
-        """The context of one scenario run side by side: its own lane, output, checks and started controllers (the
+    def child(self, slot: Slot, out=None) -> "Context":
+        """The context of one scenario run side by side: its own slot, output, checks and started controllers (the
         connection, the settings, the run's verdicts and spec results and the controllers the run started are
         shared)."""
-        return dataclasses.replace(self, lane=lane, out=out if out is not None else io.StringIO(), checks=[],
+        return dataclasses.replace(self, slot=slot, out=out if out is not None else io.StringIO(), checks=[],
                                    started=[], title="")
 
     def injected(self, params: dict) -> dict:
@@ -142,9 +142,9 @@ class Context:
     def submit(self, name: str, gang: str = "2x8", duration: str = "10s", deadline: str | None = None,
                provreq: dict | None = None, annotations: dict | None = None, profile: str | None = None,
                namespace: str | None = None, shape=None) -> dict:
-        """Submit the researcher's Job (manifests/gpu-job.yaml) to the lane's profile (or `profile` in `namespace`).
+        """Submit the researcher's Job (manifests/gpu-job.yaml) to the slot's profile (or `profile` in `namespace`).
         `shape(job)`, if given, changes the rendered Job before it is created (another pod shape, labels)."""
-        profile, namespace = profile or self.lane.profile, namespace or self.lane.namespace
+        profile, namespace = profile or self.slot.profile, namespace or self.slot.namespace
         job = render_job(job_template(), name, namespace, profile, Gang.parse(gang), duration, deadline, provreq or {},
                          annotations)
         if shape is not None:
@@ -168,14 +168,14 @@ class Context:
         except poll.WaitTimedOut as e:
             raise ScenarioFailed(str(e)) from None
 
-    def lane_args(self) -> list[str]:
-        """What `tau-demo submit` and `preflight` need to be told to use the lane ([] on the demo's)."""
-        same = (self.lane.profile, self.lane.namespace) == (PROFILE, DEMO_NAMESPACE)
-        return [] if same else ["--profile", self.lane.profile, "-n", self.lane.namespace]
+    def slot_args(self) -> list[str]:
+        """What `tau-demo submit` and `preflight` need to be told to use the slot ([] on the demo's)."""
+        same = (self.slot.profile, self.slot.namespace) == (PROFILE, DEMO_NAMESPACE)
+        return [] if same else ["--profile", self.slot.profile, "-n", self.slot.namespace]
 
     def pool_nodes(self, pool: str | None = None) -> list[dict]:
-        """The pool's live nodes (the lane's by default), read now."""
-        pool = pool or self.lane.pool
+        """The pool's live nodes (the slot's by default), read now."""
+        pool = pool or self.slot.pool
         return nodes_.of_pool(self.k.list(NODE, label_selector=f"{POOL_LABEL}={pool}")[0], pool)
 
     def autoscaler_nodes(self) -> list[dict]:
@@ -183,10 +183,10 @@ class Context:
         return [n for n in self.k.list(NODE, label_selector=POOL_LABEL)[0] if nodes_.live(n)]
 
     def wait_pool_empty(self, timeout: float = 120) -> None:
-        """Until the lane's pool is back to 0 (scoped), or every pool (the other groups use several); if not,
+        """Until the slot's pool is back to 0 (scoped), or every pool (the other groups use several); if not,
         the failure says what holds the nodes that are left (their pods, the requests still booked)."""
-        left = self.pool_nodes if self.lane.scoped else self.autoscaler_nodes
-        what = f"pool {self.lane.pool} to scale back to 0" if self.lane.scoped else "the pools to scale back to 0"
+        left = self.pool_nodes if self.slot.scoped else self.autoscaler_nodes
+        what = f"pool {self.slot.pool} to scale back to 0" if self.slot.scoped else "the pools to scale back to 0"
         try:
             self.wait(lambda: not left(), timeout, what)
         except ScenarioFailed as e:
@@ -211,7 +211,7 @@ class Context:
                 + (f"; controllers this scenario started: {'; '.join(started)}" if started else ""))
 
     def delete_job(self, name: str, wait: bool = True, namespace: str | None = None) -> None:
-        namespace = namespace or self.lane.namespace
+        namespace = namespace or self.slot.namespace
         job = self.k.get_or_none(JOB, name, namespace)
         if job is None:
             return

@@ -90,8 +90,8 @@ class Recorder:
         self.names: dict[str, str] = {name: "Job"}      # object name -> lane, for the controllers' log lines
         self.down = False                               # a watch lost the apiserver and has not listed again
         self.follower: LogFollower | None = None
-        lane = ctx.lane          # its namespace, and on a scoped lane only its pool's nodes
-        self.tape: Tape[Snapshot] = Tape(ctx.k, RECORDED, lane.namespace, node_selector=lane.node_selector,
+        slot = ctx.slot          # its namespace, and in a scoped slot only its pool's nodes
+        self.tape: Tape[Snapshot] = Tape(ctx.k, RECORDED, slot.namespace, node_selector=slot.node_selector,
                                          project=self._assemble, interval=interval, on_sample=self._logged,
                                          on_tick=self._ticked, settle=True)
 

@@ -2,10 +2,10 @@
 catalogue.py), summarise.  `tau-demo scenario run` and `scenario.sh` are thin wrappers around this.
 
 Side by side: the walkthrough's scenarios run at once, each in a thread of its own with a context of its own
-(Context.child): its lane (harness.Lane: the demo's profile for `success`, a profile, namespace and node pool of its
+(Context.child): its slot (harness.Slot: the demo's profile for `success`, a profile, namespace and node pool of its
 own for the others), its output kept and shown whole, in the walkthrough's order, as each finishes.  The fake
 autoscaler and the default deadline controller are shared (one request per loop, one Workload per key); a scenario
-that pauses a controller pauses one of its own (a race's private deadline controller, its class carrying the lane's
+that pauses a controller pauses one of its own (a race's private deadline controller, its class carrying the slot's
 tag), so no scenario stalls another.  One after another (serial): as the walkthrough always ran, every scenario on
 the demo's profile."""
 
@@ -31,7 +31,7 @@ from demo.realca import exclusion
 
 from . import catalogue
 from .controllers import DEMO_FAKE_CA, ensure_controller, stop_started
-from .harness import NAMESPACES, Context, Lane, ScenarioFailed, lane_of
+from .harness import NAMESPACES, Context, ScenarioFailed, Slot, slot_of
 from .scenario import Scenario
 
 AUTOSCALERS = ("fake", "real")
@@ -82,30 +82,30 @@ def make_context(kubeconfig: str | None, context: str | None, auto: bool, autosc
         raise NoCluster(f"the cluster does not answer ({e}); run `tau-demo cluster up`") from e
     kc = kc or os.environ["KUBECONFIG"]
     return Context(k, kc, auto=auto, autoscaler=autoscaler, cluster=MANAGER if is_manager(kc) else "",
-                   namespaces=NAMESPACES + lane_namespaces())
+                   namespaces=NAMESPACES + slot_namespaces())
 
 
-def lane_namespaces() -> tuple[str, ...]:
-    """The namespaces of the walkthrough's own lanes (leftovers are looked for there too)."""
-    return tuple(lane_of(s.name).namespace for s in catalogue.scenarios() if s.lane)
+def slot_namespaces() -> tuple[str, ...]:
+    """The namespaces of the walkthrough's own slots (leftovers are looked for there too)."""
+    return tuple(slot_of(s.name).namespace for s in catalogue.scenarios() if s.slot)
 
 
-def lane_of_scenario(scenario: Scenario, side_by_side: bool) -> Lane:
-    """Where a scenario runs (pure): a walkthrough scenario's nodes are its pool's (scoped), on a lane of its own
+def slot_of_scenario(scenario: Scenario, side_by_side: bool) -> Slot:
+    """Where a scenario runs (pure): a walkthrough scenario's nodes are its pool's (scoped), in a slot of its own
     side by side (`success` on the demo's profile, whose pool no other one uses then); every other scenario on the
     demo's profile, seeing every pool."""
     walkthrough = {g.name for g in catalogue.all_groups() if g.walkthrough}
     if scenario.group not in walkthrough:
-        return Lane()
-    return lane_of(scenario.name) if side_by_side and scenario.lane else Lane(scoped=True)
+        return Slot()
+    return slot_of(scenario.name) if side_by_side and scenario.slot else Slot(scoped=True)
 
 
-def missing_lanes(ctx: Context, names: list[str]) -> list[str]:
-    """The lanes the chosen scenarios would need side by side that this cluster does not have (their LocalQueue)."""
+def missing_slots(ctx: Context, names: list[str]) -> list[str]:
+    """The slots the chosen scenarios would need side by side that this cluster does not have (their LocalQueue)."""
     declared = catalogue.by_name()
-    want = [lane_of(n) for n in names if declared[n].lane]
-    return [f"{lane.namespace}/{lane.profile}" for lane in want
-            if ctx.k.get_or_none(LOCAL_QUEUE, lane.profile, lane.namespace) is None]
+    want = [slot_of(n) for n in names if declared[n].slot]
+    return [f"{slot.namespace}/{slot.profile}" for slot in want
+            if ctx.k.get_or_none(LOCAL_QUEUE, slot.profile, slot.namespace) is None]
 
 
 def check_cluster(ctx: Context, names: list[str]) -> None:
@@ -188,8 +188,8 @@ def run_scenarios(ctx: Context, names: list[str], side_by_side: bool = False,
     it have finished; `progress(text)` (a terminal's status line) says meanwhile what runs."""
     declared = catalogue.by_name()
     if not side_by_side:
-        return [run_one(ctx.child(lane_of_scenario(declared[n], False), out=ctx.out), declared[n]) for n in names]
-    children = {n: ctx.child(lane_of_scenario(declared[n], True)) for n in names}
+        return [run_one(ctx.child(slot_of_scenario(declared[n], False), out=ctx.out), declared[n]) for n in names]
+    children = {n: ctx.child(slot_of_scenario(declared[n], True)) for n in names}
     t0 = time.monotonic()
     summary = []
     with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="scenario") as pool:
@@ -209,19 +209,19 @@ def run_scenarios(ctx: Context, names: list[str], side_by_side: bool = False,
 
 
 def run_chosen(ctx: Context, chosen: list[str], side_by_side: bool, progress=None) -> list:
-    """The walkthrough's scenarios side by side (when asked and the cluster has their lanes; `progress(text)`
+    """The walkthrough's scenarios side by side (when asked and the cluster has their slots; `progress(text)`
     shows a status line meanwhile), then the rest one after another.  The runner's summary, in `chosen`'s order
     of groups."""
     walk = {g.name for g in catalogue.all_groups() if g.walkthrough}
     declared = catalogue.by_name()
     side = [n for n in chosen if declared[n].group in walk] if side_by_side else []
-    missing = missing_lanes(ctx, side) if len(side) > 1 else []
+    missing = missing_slots(ctx, side) if len(side) > 1 else []
     if missing:
-        ctx.say(f"Side by side needs a lane per scenario, which this cluster lacks ({', '.join(missing[:3])}"
+        ctx.say(f"Side by side needs a slot per scenario, which this cluster lacks ({', '.join(missing[:3])}"
                 f"{', ...' if len(missing) > 3 else ''}: `tau-demo cluster up` makes them); one after another instead")
     if len(side) < 2 or missing:
         return run_scenarios(ctx, chosen)
-    ctx.say(f"Running {len(side)} scenarios side by side, each on a lane of its own; each one's output follows "
+    ctx.say(f"Running {len(side)} scenarios side by side, each in a slot of its own; each one's output follows "
             "whole, in order, as it finishes")
     summary = run_scenarios(ctx, side, side_by_side=True, progress=progress)
     return summary + run_scenarios(ctx, [n for n in chosen if n not in side])

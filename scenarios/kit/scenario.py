@@ -57,5 +57,5 @@ class Scenario:
     needs_fake: str = ""               # why it cannot run against the real autoscaler ("": it can)
     report: Report | None = None       # the upstream report it reproduces, if any
     spec: Spec | None = None           # the Kueue spec it makes happen, if any
-    lane: bool = False                 # a walkthrough scenario that runs side by side on a lane of its own
-                                       # (harness.lane_of(name): cluster up's TauCluster has its profile and pool)
+    slot: bool = False                 # a walkthrough scenario that runs side by side in a slot of its own
+                                       # (harness.slot_of(name): cluster up's TauCluster has its profile and pool)

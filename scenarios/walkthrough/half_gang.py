@@ -107,11 +107,11 @@ def _ts(wl: Obj | None, ctype: str) -> float | None:
 def run(ctx: Context) -> None:
     ctx.header(TITLE)
     name, other = ctx.new_name("job-gang"), new_name(GANG_OTHER_PREFIX.rstrip("-"))
-    ns = ctx.lane.namespace
+    ns = ctx.slot.namespace
     log, log_path = ctx.event_log("half-gang")
     try:
         with Recorder(ctx, name, log) as rec, \
-                toolbox.changes(ctx, CLUSTER_QUEUE, keep=lambda o: meta(o)["name"] == ctx.lane.cluster_queue) as cq:
+                toolbox.changes(ctx, CLUSTER_QUEUE, keep=lambda o: meta(o)["name"] == ctx.slot.cluster_queue) as cq:
             tell(ctx, rec, cq, name, other, ns)
     finally:
         ctx.k.delete(POD, other, ns)          # False when the story already removed it
@@ -178,7 +178,7 @@ def tell(ctx: Context, rec: Recorder, cq, name: str, other: str, ns: str) -> Non
     cq_free = ctx.wait(lambda: next((t for t, _typ, o in list(cq.changes) if t >= evicted_at and gpus_reserved(o) == 0),
                                     None), RELEASED_WITHIN + 30, "the ClusterQueue's GPU reservation to drop to 0")
     ctx.check(cq_free - evicted_at <= RELEASED_WITHIN,
-              f"ClusterQueue {ctx.lane.cluster_queue} reserves 0 GPUs {cq_free - evicted_at:.1f}s after the eviction")
+              f"ClusterQueue {ctx.slot.cluster_queue} reserves 0 GPUs {cq_free - evicted_at:.1f}s after the eviction")
 
     ctx.step(f"Requeued after the backoff ({BACKOFF}s): a new request, which the pool cannot meet while "
              f"{booked[0]} is taken")

@@ -38,7 +38,7 @@ DEADLINE = "70s"
 
 def pool_backoff(ctx: Context) -> dict | None:
     """The demo pool's backoff as the autoscaler publishes it (kube-system/cluster-autoscaler-status)."""
-    return group_backoff(ctx.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), ctx.lane.pool)
+    return group_backoff(ctx.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), ctx.slot.pool)
 
 
 def run(ctx: Context) -> None:
@@ -68,7 +68,7 @@ def run(ctx: Context) -> None:
         why = (backoff.get("backoffInfo") or {}).get("errorMessage", "")
         ctx.say(f"  cluster-autoscaler-status: gpupool scaleUp {backoff.get('status')} since "
                 f"{backoff.get('lastTransitionTime')} ({(backoff.get('backoffInfo') or {}).get('errorCode')}: {why})")
-        ctx.check(why.startswith(f"Scale-up timed out for node group {ctx.lane.pool}"),
+        ctx.check(why.startswith(f"Scale-up timed out for node group {ctx.slot.pool}"),
                   "the autoscaler reports node group gpupool in Backoff because its nodes did not register")
         still = rec.samples[-1][1]
         ctx.check(any(is_true(p, PROVISIONED) for p in still.provreqs) and workloads.admitted(still.workload),
@@ -93,7 +93,7 @@ def run(ctx: Context) -> None:
                   "is backed off")
 
         ctx.step(f"tau-demo watch {name}: the admission deadline ({DEADLINE}) ends it")
-        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=120, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.slot.namespace, name, "finished", timeout=120, out=ctx.out, live=False)
         ctx.check(view.outcome == "failed" and "admission deadline" in view.reason,
                   f"the watch ends failed: {view.reason}")
         wl = ctx.wait(lambda: (w := rec.samples[-1][1].workload) and workloads.committed_timeout(w) and w, 30,
@@ -118,5 +118,5 @@ SCENARIOS = (
     Scenario("never-boot", "beyond",
              "the VMs never boot: waitForPodsReady requeues without limit; the deadline ends it", run,
              needs_fake="it needs VMs that never register (fakeCABootSeconds=never): the kwok provider's nodes "
-                        "are Ready at once", lane=True),
+                        "are Ready at once", slot=True),
 )

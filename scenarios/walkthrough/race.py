@@ -58,14 +58,14 @@ def admitted_now(ctx: Context, rec: Recorder) -> bool:
 def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
     """Pause the controller before its Workload patch; let Kueue admit; release it.
     Returns the facts; the caller decides whether they show the bug (legacy) or not."""
-    cls = ctx.lane.private(f"race-{protocol}")
+    cls = ctx.slot.private(f"race-{protocol}")
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
     ctl = race_controller(ctx, cls, protocol, hook_dir)
     log, log_path = ctx.event_log(f"race-admission-wins-{protocol}")
     name = None
     try:
         name = ctx.new_name("job-race")
-        key = f"{ctx.lane.namespace}/{name}"
+        key = f"{ctx.slot.namespace}/{name}"
         hooks.arm(hook_dir, "before-commit", key)
         with Recorder(ctx, name, log) as rec:
             ctx.step(f"Submit with --deadline {DEADLINE}s; the cloud is out of stock until {DEADLINE + 2}s: "
@@ -75,7 +75,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
-            snap = observe.snapshot(ctx.k, ctx.lane.namespace, name)
+            snap = observe.snapshot(ctx.k, ctx.slot.namespace, name)
             ctx.check(snap.workload is not None and workloads.quota_reserved(snap.workload)
                       and not workloads.admitted(snap.workload),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
@@ -156,12 +156,12 @@ def scenario_legacy(ctx: Context) -> None:
 
 def scenario_timeout_wins(ctx: Context) -> None:
     ctx.header("Race 2: timeout wins")
-    cls = ctx.lane.private("race-committed")
+    cls = ctx.slot.private("race-committed")
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
     ctl = race_controller(ctx, cls, "committed", hook_dir)
     log, log_path = ctx.event_log("race-timeout-wins")
     name = ctx.new_name("job-race")
-    key = f"{ctx.lane.namespace}/{name}"
+    key = f"{ctx.slot.namespace}/{name}"
     hooks.arm(hook_dir, "after-commit", key)
     try:
         with Recorder(ctx, name, log) as rec:
@@ -171,7 +171,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
             check_commit_bound(ctx, rec, deadline_at=rec.job_created_at() + DEADLINE)
-            live = observe.snapshot(ctx.k, ctx.lane.namespace, name)
+            live = observe.snapshot(ctx.k, ctx.slot.namespace, name)
             ctx.check(workloads.committed_timeout(live.workload) and not workloads.admitted(live.workload)
                       and not jobs.mirrored(live.job),
                       "the controller committed the timeout first, on the Workload only (paused right after)")
@@ -198,7 +198,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
                   f"({', '.join(sorted(made)) or 'no node'})")
         ctx.check(not any(v.outcome == "running" for _, v in rec.views()),
                   "what `tau-demo watch` shows never had the Job running")
-        ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.lane.namespace)[0] if name in p["metadata"]["name"]], 60,
+        ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.slot.namespace)[0] if name in p["metadata"]["name"]], 60,
                  "the ProvisioningRequest to be gone")
         ctx.wait_pool_empty(120)
         ctx.check(not ctx.pool_nodes(), "the pool is back to 0")
@@ -214,11 +214,11 @@ def scenario_timeout_wins(ctx: Context) -> None:
 def interrupted(ctx: Context, point: str) -> dict:
     """Kill -9 the controller at `point` (after-commit, after-mirror, after-arm), restart it,
     and check it converges: mirror and cleanup armed exactly once, the Job cleaned up."""
-    cls = ctx.lane.private("race-committed")
+    cls = ctx.slot.private("race-committed")
     hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
     ctl = race_controller(ctx, cls, "committed", hook_dir)
     name = ctx.new_name("job-kill")
-    key = f"{ctx.lane.namespace}/{name}"
+    key = f"{ctx.slot.namespace}/{name}"
     hooks.arm(hook_dir, point, key)
     try:
         with Recorder(ctx, name, None, interval=0.1) as rec:
@@ -226,7 +226,7 @@ def interrupted(ctx: Context, point: str) -> dict:
                        annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, point, key, timeout=60)
             ctl.kill9()
-            live = observe.snapshot(ctx.k, ctx.lane.namespace, name)          # read now, not the recorder's last sample
+            live = observe.snapshot(ctx.k, ctx.slot.namespace, name)          # read now, not the recorder's last sample
             job, wl = live.job, live.workload
             at_kill = {"committed": workloads.committed_timeout(wl), "mirrored": jobs.mirrored(job),
                        "armed": jobs.cleanup_after(job) is not None}
@@ -259,14 +259,14 @@ _INJECTED_STOCKOUT = ("it times Kueue's admission against the deadline with an i
 SCENARIOS = (
     Scenario("race-admission-wins", "race",
              "Kueue admits while the deadline controller is about to commit: 409, it backs off",
-             scenario_admission_wins, needs_fake=_INJECTED_STOCKOUT, lane=True),
+             scenario_admission_wins, needs_fake=_INJECTED_STOCKOUT, slot=True),
     Scenario("race-timeout-wins", "race", "the timeout is committed first: Kueue evicts, the Job never runs",
-             scenario_timeout_wins, needs_fake=_INJECTED_STOCKOUT, lane=True),
+             scenario_timeout_wins, needs_fake=_INJECTED_STOCKOUT, slot=True),
     Scenario("race-legacy", "race",
              "the reviewed design's order marks and deletes a running Job; the committed protocol does not",
-             scenario_legacy, needs_fake=_INJECTED_STOCKOUT, lane=True),
+             scenario_legacy, needs_fake=_INJECTED_STOCKOUT, slot=True),
     Scenario("race-interrupted-mirror", "race", "the controller killed after its commit converges on restart",
              scenario_interrupted_mirror,
              needs_fake="it pauses the deadline controller while an injected stockout (fakeCAStockout) keeps the "
-                        "Job pending", lane=True),
+                        "Job pending", slot=True),
 )

@@ -33,11 +33,11 @@ def run(ctx: Context) -> None:
     ctx.header(TITLE)
 
     ctx.step("Preflight (layer 1): is the profile ProvisioningReady, and can the gang ever fit?")
-    code, lines = run_preflight(ctx.k, ctx.lane.profile, Gang(2, 8), ctx.lane.namespace)
+    code, lines = run_preflight(ctx.k, ctx.slot.profile, Gang(2, 8), ctx.slot.namespace)
     for line in lines:
         ctx.say(line)
     ctx.require(code == 0, "preflight passes")
-    ctx.say(phases.pool_line(ctx.lane.pool, ctx.pool_nodes(), 2))
+    ctx.say(phases.pool_line(ctx.slot.pool, ctx.pool_nodes(), 2))
     ctx.require(not ctx.pool_nodes(), "the GPU pool starts empty")
 
     name = ctx.new_name()
@@ -47,7 +47,7 @@ def run(ctx: Context) -> None:
                                              else " (the pool's VMs take ~15s to boot once requested)"))
         ctx.submit(name, "2x8", duration="10s")
         ctx.step(f"tau-demo watch {name}")
-        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=180, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.slot.namespace, name, "finished", timeout=180, out=ctx.out, live=False)
         rec.seen(lambda s: jobs.outcome(s.job) == view.outcome)     # the recorder's watch may be a moment behind
         final = rec.samples[-1][1] if rec.samples else None
 
@@ -86,7 +86,7 @@ def run(ctx: Context) -> None:
 
     ctx.step("The pool scales back to 0 once the nodes are unneeded")
     ctx.wait_pool_empty(120)
-    ctx.say(phases.pool_line(ctx.lane.pool, ctx.pool_nodes(), 2))
+    ctx.say(phases.pool_line(ctx.slot.pool, ctx.pool_nodes(), 2))
     ctx.check(not ctx.pool_nodes(), "the pool is back to 0 nodes")
     ctx.delete_job(name)
     picture = svg.write(log_path, log_path.with_suffix(".svg"), TITLE)

@@ -59,11 +59,11 @@ def quota_released_and_clean(ctx: Context, name: str, rec: Recorder) -> None:
         wl = _workload(snap)
         return wl is None or (not workloads.quota_reserved(wl) and not (wl.get("status") or {}).get("admission"))
     ctx.wait(released, 60, "the quota to be released")
-    live = observe.snapshot(ctx.k, ctx.lane.namespace, name, rec.job_uid)
+    live = observe.snapshot(ctx.k, ctx.slot.namespace, name, rec.job_uid)
     ctx.check(live.workload is None or (not workloads.quota_reserved(live.workload)
                                         and not (live.workload.get("status") or {}).get("admission")),
               "quota released (QuotaReserved=False, no admission)")
-    ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.lane.namespace)[0] if name in p["metadata"]["name"]], 60,
+    ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.slot.namespace)[0] if name in p["metadata"]["name"]], 60,
              "Kueue to delete the job's ProvisioningRequests")
 
 
@@ -71,7 +71,7 @@ def smaller_job_admitted(ctx: Context) -> None:
     ctx.step("A smaller job (1 × 8 GPU) is admitted afterwards: the queue is not wedged")
     small = ctx.new_name("job-small")
     ctx.submit(small, "1x8", duration="3s")
-    view = follow(ctx.k, ctx.lane.namespace, small, "running", timeout=90, out=ctx.out, live=False)
+    view = follow(ctx.k, ctx.slot.namespace, small, "running", timeout=90, out=ctx.out, live=False)
     ctx.check(view.outcome in ("running", "succeeded"), f"{small} was admitted and runs")
     ctx.delete_job(small)
     ctx.wait_pool_empty(120)
@@ -80,9 +80,9 @@ def smaller_job_admitted(ctx: Context) -> None:
 def preflight_refusal(ctx: Context) -> None:
     ctx.header(TITLE_PREFLIGHT)
     name = ctx.new_name()
-    args = [*ctx.lane_args(), "--gang", "3x8", "--name", name]
+    args = [*ctx.slot_args(), "--gang", "3x8", "--name", name]
     ctx.step(f"tau-demo submit {' '.join(args)} on a pool of at most 2 nodes")
-    ns = ctx.lane.namespace
+    ns = ctx.slot.namespace
     with toolbox.changes(ctx, JOB, namespace=ns) as jobs_, toolbox.changes(ctx, WORKLOAD, namespace=ns) as workloads_:
         r = subprocess.run([sys.executable, "-m", "cli", "submit", *args, "--kubeconfig", ctx.kubeconfig],
                            capture_output=True, text=True, timeout=60)
@@ -107,7 +107,7 @@ def autoscaler_window(ctx: Context) -> None:
         ctx.submit(name, "2x8", provreq={PARAM_VALID_UNTIL: str(VALID_UNTIL), PARAM_STOCKOUT: "true",
                                          PARAM_HONOR_VALID_UNTIL: "true"})
         ctx.step(f"tau-demo watch {name}")
-        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=180, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.slot.namespace, name, "finished", timeout=180, out=ctx.out, live=False)
         ctx.step("What happened, checked on the objects")
         cap = view.phase("Capacity provisioning")
         ctx.check(view.outcome == "failed" and cap.state == "failed",
@@ -194,7 +194,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
         submitted = created_at(rec.samples[-1][1].job).timestamp()
         ctx.wait(lambda: time.time() >= submitted + 12, 30, "12s after submission")
-        snap = observe.snapshot(ctx.k, ctx.lane.namespace, name, rec.job_uid)
+        snap = observe.snapshot(ctx.k, ctx.slot.namespace, name, rec.job_uid)
         ctx.check(bool(snap.provreqs) and all((condition(p, PROVISIONED) or {}).get("reason") == Reason.NOT_FOUND
                                               for p in snap.provreqs),
                   "the ProvisioningRequest is past ValidUntilSeconds and still Provisioned=False/CapacityIsNotFound")
@@ -202,7 +202,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         created = created_at(snap.job).timestamp()
         rec.mark("ValidUntilSeconds (ignored)", t=created + VALID_UNTIL)
         rec.mark("deadline", t=created + DEADLINE)
-        view = follow(ctx.k, ctx.lane.namespace, name, "finished", timeout=90, out=ctx.out, live=False)
+        view = follow(ctx.k, ctx.slot.namespace, name, "finished", timeout=90, out=ctx.out, live=False)
         cap = view.phase("Capacity provisioning")
         ctx.check(view.outcome == "failed" and cap.state == "failed",
                   f"the watch ends failed at Capacity provisioning: {cap.detail}")
@@ -237,11 +237,11 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
 
 SCENARIOS = (
     Scenario("timeout-preflight", "timeout", "layer 1: a gang that can never fit is refused at submit",
-             preflight_refusal, lane=True),
+             preflight_refusal, slot=True),
     Scenario("timeout-window", "timeout", "layer 2: ValidUntilSeconds honoured + Kueue's retryStrategy end the wait",
              autoscaler_window,
              needs_fake="it needs the fake's --honor-valid-until and an injected stockout: the real autoscaler "
-                        "ignores ValidUntilSeconds and never reports Failed for best-effort-atomic", lane=True),
+                        "ignores ValidUntilSeconds and never reports Failed for best-effort-atomic", slot=True),
     Scenario("timeout-deadline", "timeout", "layer 3: the admission deadline ends a wait nothing else bounds",
-             admission_deadline, lane=True),
+             admission_deadline, slot=True),
 )

@@ -126,17 +126,17 @@ def test_a_bad_taucluster_is_refused_by_the_apiserver_naming_its_field(k, tauclu
 
 
 def test_profiles_that_name_one_object_alike_are_accepted_and_the_quota_bound_itself_is(k, taucluster_crd):
-    """The walkthrough's lanes share the demo's check and its config; two LocalQueue names may share one queue; two
+    """The walkthrough's slots share the demo's check and its config; two LocalQueue names may share one queue; two
     profiles one flavor (no tolerations and an empty list are alike); an omitted retryStrategy is the one the
     controller reads (the CRD's defaults are RetryStrategy's)."""
-    lanes = with_second(admissionCheck=CHECK_NAME)                  # neither profile says its retryStrategy
-    for obj in (lanes, with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR),
+    slots = with_second(admissionCheck=CHECK_NAME)                  # neither profile says its retryStrategy
+    for obj in (slots, with_second(clusterQueue=DEMO_CLUSTER_QUEUE, admissionCheck=CHECK_NAME, flavor=FLAVOR),
                 with_second(flavor=copy.deepcopy(FLAVOR)), with_second(flavor={**FLAVOR, "tolerations": []}),
                 with_second(admissionCheck=CHECK_NAME, retryStrategy={"backoffLimitCount": 2}),  # said, as defaulted
                 with_profile(gpuQuota=MAX_GPU_QUOTA)):
         made = k.create(TAUCLUSTER, obj, dry_run=True)
         assert len(parse_all(made["spec"]["profiles"])) == len(obj["spec"]["profiles"])
-    made = k.create(TAUCLUSTER, lanes, dry_run=True)
+    made = k.create(TAUCLUSTER, slots, dry_run=True)
     assert made["spec"]["profiles"][1]["retryStrategy"] == {"backoffLimitCount": 2, "backoffBaseSeconds": 5,
                                                             "backoffMaxSeconds": 20}
     assert parse_all(made["spec"]["profiles"])[1].retry == RetryStrategy()

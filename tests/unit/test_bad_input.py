@@ -27,7 +27,7 @@ from cli import main
 from demo.jobs.preflight import Gang, PoolSource, PoolsFrom, PreflightInputs, decide, pool_source
 from demo.jobs.submit_refusal import create_refused, refusal
 from k8s.errors import ApiError, Conflict, Invalid, NotFound, from_response
-from k8s.keys import FAKE_CA_LEASE, LANE_PREFIX, PROFILE, QUEUE_LABEL, REAL_CA_LEASE
+from k8s.keys import FAKE_CA_LEASE, PROFILE, QUEUE_LABEL, REAL_CA_LEASE, SLOT_PREFIX
 from k8s.paths import POOLS_FILE as POOLS_PATH
 from demo.realca import coexist
 from demo.timeline.log import EventLog, read
@@ -545,9 +545,9 @@ def provreq_bundle(node_selector=None, gpus="8", template="t1", ref="t1") -> str
 def test_a_request_for_an_unknown_pool_names_why_it_matches_none(tmp_path):
     f = tmp_path / "pr.yaml"
     f.write_text(provreq_bundle(node_selector={"agentpool": "nosuchpool"}))
-    demo_pools = tmp_path / "pools.yaml"           # the demo's own two pools, without the walkthrough lanes' copies
+    demo_pools = tmp_path / "pools.yaml"           # the demo's own two pools, without the walkthrough slots' copies
     doc = yaml.safe_load(POOLS_PATH.read_text())
-    doc["pools"] = [p for p in doc["pools"] if not p["name"].startswith(LANE_PREFIX)]
+    doc["pools"] = [p for p in doc["pools"] if not p["name"].startswith(SLOT_PREFIX)]
     demo_pools.write_text(yaml.safe_dump(doc))
     r = run("fake-ca", "explain", "-f", str(f), "--pools", str(demo_pools))
     assert r.exit_code == 2

@@ -137,9 +137,9 @@ def test_the_current_request_is_the_latest_attempt():
     # the same attempt (or no number: not Kueue's name): the one created last, in either order
     early, late = created(waiting(1), 5), created(waiting(1), 6, name="job-train-llm-7c1e4-other-1")
     assert R.current_request([early, late]) == late and R.current_request([late, early]) == late
-    # a check of another name (a walkthrough lane's, a TauCluster profile's): its attempt number all the same
-    lane = [created(waiting(2), 5, name="job-a-wt-timeout-deadline-2"), created(waiting(1), 9, name="job-a-wt-timeout-deadline-1")]
-    assert R.current_request(lane) == lane[0]
+    # a check of another name (a walkthrough slot's, a TauCluster profile's): its attempt number all the same
+    slot = [created(waiting(2), 5, name="job-a-wt-timeout-deadline-2"), created(waiting(1), 9, name="job-a-wt-timeout-deadline-1")]
+    assert R.current_request(slot) == slot[0]
     undated = {**early, "metadata": {k: v for k, v in early["metadata"].items() if k != "creationTimestamp"}}
     assert R.current_request([late, undated]) == late and R.current_request([undated, late]) == late  # the oldest
     other = created(waiting(1), 95, name="not-kueues")

@@ -66,5 +66,5 @@ def test_since_keeps_the_samples_from_a_time_on():
 
 def test_the_scenario_is_the_group_gangs_outside_the_walkthrough_and_fake_only():
     s = catalogue.by_name()["half-gang"]
-    assert s.group == "gangs" and not s.lane and s.needs_fake
+    assert s.group == "gangs" and not s.slot and s.needs_fake
     assert "half-gang" not in catalogue.members("all") and catalogue.members("gangs") == ["half-gang"]

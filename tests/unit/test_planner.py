@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from fake_ca import planner
-from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, LANE_PREFIX, TOPOLOGY_LEVEL_LABEL
+from k8s.keys import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, SLOT_PREFIX, TOPOLOGY_LEVEL_LABEL
 from fake_ca.planner import Verdict, plan
 from fake_ca.request import SUPPORTED_CLASSES, PodSet, RequestError, gang_request, pod_requests, request_from_objects
 from fake_ca.scheduling import tolerates
 from k8s.pools import load_pools, node_manifest, parse_pools
 
 POOLS_FILE = Path(__file__).resolve().parents[2] / "manifests" / "node-pools.yaml"
-# the demo's own pools: the walkthrough lanes' (wt-..., copies of gpupool) would only lengthen every explanation
-POOLS = [p for p in load_pools(POOLS_FILE) if not p.name.startswith(LANE_PREFIX)]
+# the demo's own pools: the walkthrough slots' (wt-..., copies of gpupool) would only lengthen every explanation
+POOLS = [p for p in load_pools(POOLS_FILE) if not p.name.startswith(SLOT_PREFIX)]
 GPUPOOL = POOLS[0]
 SEL = {"agentpool": "gpupool"}
 TOL = [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 POOLS_FILE = REPO / "manifests" / "node-pools.yaml"
 
 
-def read_lanes() -> list[str]:
-    return install.read_lanes()
+def read_slots() -> list[str]:
+    return install.read_slots()
 SRC = "manifests/node-pools.yaml"
 
 
@@ -49,13 +49,13 @@ def error_of(d) -> str:
 
 
 def test_repository_pools_file_loads():
-    pool, *lanes, ondemand = load_pools(POOLS_FILE)
-    # the walkthrough lanes' pools: gpupool's in all but their name, node names and agentpool label
-    assert [p.name for p in lanes] == [f"wt-{lane}" for lane in read_lanes()]
-    for lane in lanes:
-        assert (lane.name_prefix, lane.labels["agentpool"]) == (f"aks-{lane.name}-vmss", lane.name)
-        assert dataclasses.replace(lane, name=pool.name, name_prefix=pool.name_prefix,
-                                   labels={**lane.labels, "agentpool": "gpupool"}) == pool
+    pool, *slots, ondemand = load_pools(POOLS_FILE)
+    # the walkthrough slots' pools: gpupool's in all but their name, node names and agentpool label
+    assert [p.name for p in slots] == [f"wt-{slot}" for slot in read_slots()]
+    for slot in slots:
+        assert (slot.name_prefix, slot.labels["agentpool"]) == (f"aks-{slot.name}-vmss", slot.name)
+        assert dataclasses.replace(slot, name=pool.name, name_prefix=pool.name_prefix,
+                                   labels={**slot.labels, "agentpool": "gpupool"}) == pool
     assert pool.name == "gpupool" and (pool.min_nodes, pool.max_nodes) == (0, 2)
     assert pool.name_prefix == "aks-gpupool-vmss"
     assert pool.labels["agentpool"] == "gpupool"

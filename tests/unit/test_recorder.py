@@ -35,9 +35,9 @@ def armed_job() -> dict:
 
 
 def ctx_titled(title: str) -> SimpleNamespace:
-    """What a Recorder reads of its scenario's context: no client (no watch runs here), the lane's namespace."""
+    """What a Recorder reads of its scenario's context: no client (no watch runs here), the slot's namespace."""
     return SimpleNamespace(k=None, kubeconfig=None, title=title,
-                           lane=SimpleNamespace(namespace="tau-demo", node_selector=None))
+                           slot=SimpleNamespace(namespace="tau-demo", node_selector=None))
 
 
 CTX = ctx_titled("")

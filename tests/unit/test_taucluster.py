@@ -418,17 +418,17 @@ def test_a_status_without_a_provisioning_ready_condition_yet_starts_one_now():
 
 
 def test_profiles_that_share_a_check_and_its_config_make_them_once_and_both_read_ready_once_made():
-    """The walkthrough's lanes share the demo's AdmissionCheck and ProvisioningRequestConfig, each with its own
+    """The walkthrough's slots share the demo's AdmissionCheck and ProvisioningRequestConfig, each with its own
     flavor, ClusterQueue and LocalQueue."""
     a = demo()
-    b = demo(name="lane-b", clusterQueue="lane-b-cq", flavor={"name": "lane-b-flavor", "nodeLabels": {"agentpool": "b"}})
+    b = demo(name="slot-b", clusterQueue="slot-b-cq", flavor={"name": "slot-b-flavor", "nodeLabels": {"agentpool": "b"}})
     plans = [P.plan_profile(MODE_MANAGE, TC, p, {}) for p in (a, b)]
     writes = P.once([w for pl in plans for w in pl.actions])
     assert [(w.verb, P.describe(w.obj)) for w in writes] == [
         ("create", "ResourceFlavor a100-scale"), ("create", f"ProvisioningRequestConfig {CHECK_NAME}"),
         ("create", f"AdmissionCheck {CHECK_NAME}"), ("create", f"ClusterQueue {DEMO_CLUSTER_QUEUE}"),
-        ("create", f"LocalQueue {DEMO_NAMESPACE}/{PROFILE}"), ("create", "ResourceFlavor lane-b-flavor"),
-        ("create", "ClusterQueue lane-b-cq"), ("create", f"LocalQueue {DEMO_NAMESPACE}/lane-b")]
+        ("create", f"LocalQueue {DEMO_NAMESPACE}/{PROFILE}"), ("create", "ResourceFlavor slot-b-flavor"),
+        ("create", "ClusterQueue slot-b-cq"), ("create", f"LocalQueue {DEMO_NAMESPACE}/slot-b")]
     made = cluster([o for w in writes for o in [{**w.obj, "metadata": {**w.obj["metadata"], "resourceVersion": "1"}}]])
     again = [P.plan_profile(MODE_MANAGE, TC, p, made) for p in (a, b)]
     assert [pl.actions for pl in again] == [(), ()] and all(pl.ready.status for pl in again)
@@ -518,8 +518,8 @@ def test_a_taucluster_being_deleted_or_invalid_holds_nothing_and_a_refused_profi
 
 
 def test_profiles_of_one_taucluster_share_an_object_alike_but_not_otherwise_the_later_profile_refused():
-    lane = raw(name="lane", namespaces=["lane"], clusterQueue="lane", flavor={"name": "lane", "nodeLabels": {"p": "l"}})
-    assert P.refusals([taucluster("demo", T0, DEMO, lane)], {}) == {}            # the lanes share the check alike
+    slot = raw(name="slot", namespaces=["slot"], clusterQueue="slot", flavor={"name": "slot", "nodeLabels": {"p": "s"}})
+    assert P.refusals([taucluster("demo", T0, DEMO, slot)], {}) == {}            # the slots share the check alike
     two_queues = raw(name="other", gpuQuota=8)                                   # the demo's ClusterQueue, 8 GPUs
     assert P.refusals([taucluster("demo", T0, DEMO, two_queues)], {}) == {("demo", "other"): [
         f"ClusterQueue {DEMO_CLUSTER_QUEUE} is set up by profile {PROFILE} of this TauCluster otherwise: {CPU}: "
@@ -547,22 +547,22 @@ def test_local_queues_conflict_by_namespace_and_name():
 
 
 T2 = "2026-12-04T09:00:10Z"
-LANE = raw(name="lane", namespaces=["lane"], clusterQueue="lane", flavor={"name": "lane", "nodeLabels": {"p": "l"}})
+SLOT = raw(name="slot", namespaces=["slot"], clusterQueue="slot", flavor={"name": "slot", "nodeLabels": {"p": "s"}})
 
 
 def test_each_claim_names_its_taucluster_its_time_its_profiles_place_and_the_object_marked_as_that_tauclusters():
-    made = P.claims([taucluster("demo", T0, DEMO, LANE)])
+    made = P.claims([taucluster("demo", T0, DEMO, SLOT)])
     assert [(c.taucluster, c.created, c.index, c.profile, c.place, P.describe(c.want)) for c in made] == [
         ("demo", T0, 0, PROFILE, 0, "ResourceFlavor a100-scale"),
         ("demo", T0, 0, PROFILE, 1, f"ProvisioningRequestConfig {CHECK_NAME}"),
         ("demo", T0, 0, PROFILE, 2, f"AdmissionCheck {CHECK_NAME}"),
         ("demo", T0, 0, PROFILE, 3, f"ClusterQueue {DEMO_CLUSTER_QUEUE}"),
         ("demo", T0, 0, PROFILE, 4, f"LocalQueue {DEMO_NAMESPACE}/{PROFILE}"),
-        ("demo", T0, 1, "lane", 0, "ResourceFlavor lane"),
-        ("demo", T0, 1, "lane", 1, f"ProvisioningRequestConfig {CHECK_NAME}"),
-        ("demo", T0, 1, "lane", 2, f"AdmissionCheck {CHECK_NAME}"),
-        ("demo", T0, 1, "lane", 3, "ClusterQueue lane"),
-        ("demo", T0, 1, "lane", 4, "LocalQueue lane/lane")]
+        ("demo", T0, 1, "slot", 0, "ResourceFlavor slot"),
+        ("demo", T0, 1, "slot", 1, f"ProvisioningRequestConfig {CHECK_NAME}"),
+        ("demo", T0, 1, "slot", 2, f"AdmissionCheck {CHECK_NAME}"),
+        ("demo", T0, 1, "slot", 3, "ClusterQueue slot"),
+        ("demo", T0, 1, "slot", 4, "LocalQueue slot/slot")]
     assert [c.want for c in made[:5]] == objects(demo(), "demo")          # each wanted object carries demo's labels
     assert made[0].want["metadata"]["labels"] == {TAUCLUSTER_LABEL: "demo", TAUCLUSTER_PROFILE_LABEL: PROFILE}
     assert [c.order for c in made[4:6]] == [(T0, "demo", 0), (T0, "demo", 1)]
@@ -611,7 +611,7 @@ def test_profiles_of_the_holder_sharing_an_object_alike_do_not_stop_another_tauc
     on them has been passed over."""
     team_b = raw(name="team-b", namespaces=["team-b"], clusterQueue="qb",
                  flavor={"name": "fb", "nodeLabels": {"p": "b"}})
-    refused = P.refusals([taucluster("demo", T0, DEMO, LANE), taucluster("b", T1, team_b)], {})
+    refused = P.refusals([taucluster("demo", T0, DEMO, SLOT), taucluster("b", T1, team_b)], {})
     assert refused == {("b", "team-b"): [
         f"{kind} {CHECK_NAME} is TauCluster demo's (its profile {PROFILE} holds it); this profile wants it alike, but "
         "an object is held by one TauCluster" for kind in ("ProvisioningRequestConfig", "AdmissionCheck")]}
