@@ -72,7 +72,7 @@ def controller(deadline_kube, tmp_path):
 
 class HeldTimers(WorkQueue):
     """The controller's work queue with its timers held by the test: add(key, after > 0) is recorded in `held`,
-    and the key comes into its lane only when the test fires it, as the timer would once due.  What goes first is
+    and the key comes into its tier only when the test fires it, as the timer would once due.  What goes first is
     then ordered by the test's steps, not by how long they take (the timers themselves: tests/unit/test_runtime.py)."""
 
     def __init__(self):
@@ -309,7 +309,7 @@ def test_commit_then_mirror_then_arm_each_guarded_by_the_version_it_was_decided_
     assert annotations(h.jobs[-1])[TOUCH] == "2", "the arm went onto the version the live read saw"
 
 
-def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_urgent_lane(submit, k, controller,
+def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_urgent_tier(submit, k, controller,
                                                                                            caplog):
     name, job, wl = submit("20s")
     key = f"{NS}/{name}"
