@@ -50,6 +50,7 @@ from k8s.duration import FOREVER
 from k8s.pools import Pool, pools_to_yaml
 
 from ..kit.controllers import DEMO_FAKE_CA, Controller, start_private
+from ..kit.live import LiveReads
 from ..kit.toolbox import free_node
 from .fidelity import (Gap, GroupEvent, Mark, NodeEvent, ObservedWrite, Record, condition_changes,
                        condition_rewrites, group_states, select)
@@ -538,26 +539,27 @@ def _probe_node(n: dict) -> bool:
 
 
 def probe_objects(k: Kube) -> list[str]:
-    out = [f"ProvisioningRequest {name(p)}" for p in k.list(PROVREQ, CONFORMANCE_NAMESPACE)[0]]
-    out += [f"PodTemplate {name(t)}" for t in k.list(POD_TEMPLATE, CONFORMANCE_NAMESPACE)[0]]
-    out += [f"Pod {name(p)}" for p in k.list(POD, CONFORMANCE_NAMESPACE)[0]]
-    out += [f"Node {name(n)}" for n in k.list(NODE)[0] if _probe_node(n)]
+    live = LiveReads(k)
+    out = [f"ProvisioningRequest {name(p)}" for p in live.list(PROVREQ, CONFORMANCE_NAMESPACE)]
+    out += [f"PodTemplate {name(t)}" for t in live.list(POD_TEMPLATE, CONFORMANCE_NAMESPACE)]
+    out += [f"Pod {name(p)}" for p in live.list(POD, CONFORMANCE_NAMESPACE)]
+    out += [f"Node {name(n)}" for n in live.list(NODE) if _probe_node(n)]
     return out
 
 
 def reset(ctx: Context, timeout: float = 60) -> None:
     """Delete every probe request, template and pod, every pool node and every hand-made free node; wait until
     they are gone.  Requests first, so no booking outlives its nodes."""
-    k = ctx.k
-    for p in k.list(PROVREQ, CONFORMANCE_NAMESPACE)[0]:
+    k, live = ctx.k, ctx.live
+    for p in live.list(PROVREQ, CONFORMANCE_NAMESPACE):
         k.delete(PROVREQ, name(p), CONFORMANCE_NAMESPACE)
-    for t in k.list(POD_TEMPLATE, CONFORMANCE_NAMESPACE)[0]:
+    for t in live.list(POD_TEMPLATE, CONFORMANCE_NAMESPACE):
         k.delete(POD_TEMPLATE, name(t), CONFORMANCE_NAMESPACE)
-    for p in k.list(POD, CONFORMANCE_NAMESPACE)[0]:
+    for p in live.list(POD, CONFORMANCE_NAMESPACE):
         k.delete(POD, name(p), CONFORMANCE_NAMESPACE)
-    ctx.wait(lambda: not k.list(PROVREQ, CONFORMANCE_NAMESPACE)[0] and not k.list(POD, CONFORMANCE_NAMESPACE)[0],
+    ctx.wait(lambda: not live.list(PROVREQ, CONFORMANCE_NAMESPACE) and not live.list(POD, CONFORMANCE_NAMESPACE),
              timeout, "the probe requests and pods to go", interval=0.1)
-    for n in k.list(NODE)[0]:
+    for n in live.list(NODE):
         if _probe_node(n) and not deleting(n):
             k.delete(NODE, name(n))
     ctx.wait(lambda: not probe_objects(k), timeout, "the pool to be empty", interval=0.1)
@@ -647,10 +649,11 @@ def run_steps(ctx: Context, probe: Probe, under: Under, pools: dict[str, Pool], 
                 _start_pod(k, probe, by_label.get(label), label, pools)
                 w.mark(f"pod {label}")
         elif step.action == "wait":
-            time.sleep(limit)
+            ctx.hold(limit, "the probe's wait step")
         else:
             raise ValueError(f"probe {probe.name}: unknown step {step.action!r}")
-    time.sleep(probe.settle_scans * scan + (1.0 if probe.settle_scans else 0.0))
+    ctx.hold(probe.settle_scans * scan + (1.0 if probe.settle_scans else 0.0),
+             "the settle scans: what the autoscaler does after its answer")
 
 
 def _start_pod(k: Kube, probe: Probe, a: Ask | None, label: str, pools: dict[str, Pool]) -> None:
@@ -668,20 +671,20 @@ def _start_pod(k: Kube, probe: Probe, a: Ask | None, label: str, pools: dict[str
 
 
 def run_probe(ctx: Context, probe: Probe, under: Under, pools: list[Pool]) -> Record:
-    k = ctx.k
+    k, live = ctx.k, ctx.live
     by_name = {p.name: p for p in pools}
     rec = Record(probe.name, under.kind, scan=under.settings.scan)
     reset(ctx)
     for i in range(probe.free_nodes):
         k.create(NODE, free_node(pools[0], i))
     if probe.free_nodes:
-        ctx.wait(lambda: all(nodes_.usable(k.get_or_none(NODE, f"conformance-free-{i}"))
+        ctx.wait(lambda: all(nodes_.usable(live.get(NODE, f"conformance-free-{i}"))
                              for i in range(probe.free_nodes)), 60, "the free nodes to be Ready")
     if probe.busy_gpus:
         spec = _pod_spec(Pods(1, probe.busy_gpus), by_name)
         spec.pop("nodeSelector", None)
         k.create(POD, running_pod(f"cf-{probe.name}-busy", "conformance-free-0", spec), CONFORMANCE_NAMESPACE)
-        ctx.wait(lambda: (k.get_or_none(POD, f"cf-{probe.name}-busy", CONFORMANCE_NAMESPACE) or {}).get(
+        ctx.wait(lambda: (live.get(POD, f"cf-{probe.name}-busy", CONFORMANCE_NAMESPACE) or {}).get(
             "status", {}).get("phase") == "Running", 60, "the busy pod to run")
     with ProbeWatch(k, {probe_provreq_name(probe, a): a.label for a in probe.asks}, probe.node_groups()) as w:
         w.t0 = time.time()

@@ -30,6 +30,7 @@ from k8s.paths import RUNS
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, JOB, LOCAL_QUEUE, NODE, POD, PROVREQ, PROVREQ_CONFIG,
                            RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, WORKLOAD_PRIORITY_CLASS)
 from demo.timeline.log import EventLog
+from .live import LiveReads
 
 NS = DEMO_NAMESPACE
 NAMESPACES = (DEMO_NAMESPACE, SPECS_NAMESPACE)      # where scenarios make Jobs, Workloads and LocalQueues
@@ -97,6 +98,11 @@ class Context:
     slot: Slot = field(default_factory=Slot)     # where its Jobs go (Slot)
     namespaces: tuple[str, ...] = NAMESPACES     # where scenarios make Jobs, Workloads, LocalQueues: leftovers() looks
 
+    @property
+    def live(self) -> LiveReads:
+        """What is now (scenarios/kit/live.py): the one way a story reads the cluster live; writes stay on `k`."""
+        return LiveReads(self.k)
+
     def child(self, slot: Slot, out=None) -> "Context":
         """The context of one scenario run side by side: its own slot, output, checks and started controllers (the
         connection, the settings, the run's verdicts and spec results and the controllers the run started are
@@ -129,6 +135,13 @@ class Context:
         self.checks.append(Check(bool(ok), what))
         self.say(f"  {'PASS' if ok else 'FAIL'}  {what}")
         return bool(ok)
+
+    def hold(self, seconds: float, why: str) -> None:
+        """Let `seconds` pass on purpose, `why` saying what for: an observation window (an absence is judged over
+        all of it), or the pacing an experiment sets.  Never a grace for a write's effect to show: that is waited
+        for by its resourceVersion (live.caught_up).  The one pause of a story (tests/unit/test_story_reads.py)."""
+        if seconds > 0:
+            time.sleep(seconds)
 
     def require(self, ok: bool, what: str) -> None:
         """A check the rest of the scenario depends on: stop the scenario when it fails."""
@@ -176,11 +189,11 @@ class Context:
     def pool_nodes(self, pool: str | None = None) -> list[dict]:
         """The pool's live nodes (the slot's by default), read now."""
         pool = pool or self.slot.pool
-        return nodes_.of_pool(self.k.list(NODE, label_selector=f"{POOL_LABEL}={pool}")[0], pool)
+        return nodes_.of_pool(self.live.list(NODE, selector=f"{POOL_LABEL}={pool}"), pool)
 
     def autoscaler_nodes(self) -> list[dict]:
         """The live nodes of every pool (the autoscaler's node groups), read now."""
-        return [n for n in self.k.list(NODE, label_selector=POOL_LABEL)[0] if nodes_.live(n)]
+        return [n for n in self.live.list(NODE, selector=POOL_LABEL) if nodes_.live(n)]
 
     def wait_pool_empty(self, timeout: float = 120) -> None:
         """Until the slot's pool is back to 0 (scoped), or every pool (the other groups use several); if not,
@@ -197,11 +210,11 @@ class Context:
         (Provisioned=True, BookingExpired not True), read now: what a pool that does not drain is waiting on."""
         names = {meta(n)["name"] for n in nodes}
         pods: dict[str, list[str]] = {}
-        for p in self.k.list(POD)[0]:
+        for p in self.live.list(POD):
             if (p.get("spec") or {}).get("nodeName") in names:
                 pods.setdefault(p["spec"]["nodeName"], []).append(
                     f"{meta(p)['namespace']}/{meta(p)['name']} ({(p.get('status') or {}).get('phase')})")
-        booked = [f"{meta(pr)['namespace']}/{meta(pr)['name']}" for pr in self.k.list(PROVREQ)[0]
+        booked = [f"{meta(pr)['namespace']}/{meta(pr)['name']}" for pr in self.live.list(PROVREQ)
                   if is_true(pr, PROVISIONED) and not is_true(pr, BOOKING_EXPIRED)]
         shown = [f"{meta(n)['name']} ({'Ready' if nodes_.ready(n) else 'NotReady'}; "
                  f"pods: {', '.join(pods.get(meta(n)['name'], [])) or 'none'})" for n in nodes]
@@ -212,14 +225,14 @@ class Context:
 
     def delete_job(self, name: str, wait: bool = True, namespace: str | None = None) -> None:
         namespace = namespace or self.slot.namespace
-        job = self.k.get_or_none(JOB, name, namespace)
+        job = self.live.get(JOB, name, namespace)
         if job is None:
             return
         self.k.delete(JOB, name, namespace, propagation="Foreground")
         if wait:
             uid = job["metadata"]["uid"]
-            self.wait(lambda: not self.k.list(WORKLOAD, namespace, label_selector=workloads.job_selector(uid))[0]
-                      and self.k.get_or_none(JOB, name, namespace) is None, 60, f"job {name} and its Workload to go")
+            self.wait(lambda: not self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid))
+                      and self.live.get(JOB, name, namespace) is None, 60, f"job {name} and its Workload to go")
 
     def left_objects(self) -> list[tuple]:
         """Everything a finished scenario must not leave behind, as (resource, name, namespace or None), read now:
@@ -229,16 +242,16 @@ class Context:
         out: list[tuple] = []
         for ns in self.namespaces:
             for res in (JOB, WORKLOAD, PROVREQ):
-                out += [(res, i["metadata"]["name"], ns) for i in self.k.list(res, ns)[0]]
+                out += [(res, i["metadata"]["name"], ns) for i in self.live.list(res, ns)]
         out += [(NODE, n["metadata"]["name"], None) for n in self.autoscaler_nodes()]
         scoped = [(LOCAL_QUEUE, ns) for ns in self.namespaces] + [(POD, ns) for ns in self.namespaces] + [
             (res, None) for res in (CLUSTER_QUEUE, ADMISSION_CHECK, RESOURCE_FLAVOR, PROVREQ_CONFIG,
                                     WORKLOAD_PRIORITY_CLASS)]
         for res, ns in scoped:     # the upstream scenarios', the Kueue specs', the taucluster and gangs groups' objects
-            out += [(res, i["metadata"]["name"], ns) for i in self.k.list(res, ns)[0]
+            out += [(res, i["metadata"]["name"], ns) for i in self.live.list(res, ns)
                     if i["metadata"]["name"].startswith(SCENARIO_PREFIXES)]
         try:
-            out += [(TAUCLUSTER, i["metadata"]["name"], None) for i in self.k.list(TAUCLUSTER)[0]
+            out += [(TAUCLUSTER, i["metadata"]["name"], None) for i in self.live.list(TAUCLUSTER)
                     if i["metadata"]["name"].startswith(TAUCLUSTER_SCENARIO_PREFIX)]
         except NotFound:              # a cluster without the TauCluster CRD (a MultiKueue manager's) has none
             pass

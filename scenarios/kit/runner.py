@@ -105,7 +105,7 @@ def missing_slots(ctx: Context, names: list[str]) -> list[str]:
     declared = catalogue.by_name()
     want = [slot_of(n) for n in names if declared[n].slot]
     return [f"{slot.namespace}/{slot.profile}" for slot in want
-            if ctx.k.get_or_none(LOCAL_QUEUE, slot.profile, slot.namespace) is None]
+            if ctx.live.get(LOCAL_QUEUE, slot.profile, slot.namespace) is None]
 
 
 def check_cluster(ctx: Context, names: list[str]) -> None:
@@ -270,10 +270,10 @@ CLEAN_ORDER = (TAUCLUSTER, JOB, WORKLOAD, PROVREQ, POD, POD_TEMPLATE, LOCAL_QUEU
 def made_by_harness(ctx: Context) -> list[tuple]:
     """What the harness made on ctx's cluster, read now, as (resource, name, namespace or None): what a scenario
     must not leave (Context.left_objects), and the conformance tool's probe requests, templates, pods and nodes."""
-    k = ctx.k
+    live = ctx.live
     probes = [(res, i["metadata"]["name"], CONFORMANCE_NAMESPACE) for res in (PROVREQ, POD_TEMPLATE, POD)
-              for i in k.list(res, CONFORMANCE_NAMESPACE)[0]]
-    static = [(NODE, n["metadata"]["name"], None) for n in k.list(NODE, label_selector=CONFORMANCE_STATIC_LABEL)[0]]
+              for i in live.list(res, CONFORMANCE_NAMESPACE)]
+    static = [(NODE, n["metadata"]["name"], None) for n in live.list(NODE, selector=CONFORMANCE_STATIC_LABEL)]
     return ctx.left_objects() + probes + static
 
 
@@ -296,7 +296,7 @@ def clean(ctx: Context, timeout: float = SWEEP_TIMEOUT, say=None) -> tuple[list[
             for res, name, ns in sorted(found, key=lambda f: CLEAN_ORDER.index(f[0])):
                 what = shown(where, res, name, ns)
                 left.append(what)
-                obj = c.k.get_or_none(res, name, ns)
+                obj = c.live.get(res, name, ns)
                 if obj is None or deleting(obj):
                     continue
                 if c.k.delete(res, name, ns, propagation="Background") and what not in removed:

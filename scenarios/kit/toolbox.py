@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from demo.jobs import observe
 from k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from k8s.keys import (ACTIVE, ADMITTED, CA_FIELD_MANAGER, CHECK_NAME, CONFORMANCE_STATIC_LABEL, DEMO_CLUSTER_QUEUE,
                       DEACTIVATION_TARGET, EVICTED, EXTERNAL_CHECK_FIELD_MANAGER, FAKE_CA_FIELD_MANAGER, GPU,
@@ -99,7 +98,7 @@ class KueueObjects:
         self.default_generation = None
 
     def __enter__(self):
-        self.default_generation = meta(self.ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)).get("generation")
+        self.default_generation = meta(self.ctx.live.must(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)).get("generation")
         return self
 
     def _create(self, res: Resource, obj: dict, namespace: str | None = None) -> dict:
@@ -131,7 +130,7 @@ class KueueObjects:
                       preemption: dict | None = None) -> dict:
         """A ClusterQueue with `resource_groups` (default: the demo's, its own quota of the same size) and `checks`:
         names, or {name, onFlavors} rules."""
-        groups = resource_groups or copy.deepcopy(self.ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)["spec"]["resourceGroups"])
+        groups = resource_groups or copy.deepcopy(self.ctx.live.must(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)["spec"]["resourceGroups"])
         spec: dict = {"namespaceSelector": {}, "resourceGroups": groups}
         if checks:
             spec["admissionChecksStrategy"] = {"admissionChecks": [c if isinstance(c, dict) else {"name": c}
@@ -145,35 +144,35 @@ class KueueObjects:
                             namespace)
 
     def wait_active(self, cluster_queue: str, timeout: float = 30) -> None:
-        self.ctx.wait(lambda: is_true(self.ctx.k.get(CLUSTER_QUEUE, cluster_queue), ACTIVE), timeout,
+        self.ctx.wait(lambda: is_true(self.ctx.live.must(CLUSTER_QUEUE, cluster_queue), ACTIVE), timeout,
                       f"ClusterQueue {cluster_queue} to be Active")
 
     def __exit__(self, exc_type, exc, tb):
-        k = self.ctx.k
+        k, live = self.ctx.k, self.ctx.live
         queues = {(ns, name) for res, name, ns in self.made if res is LOCAL_QUEUE}
         left = []
         for ns in NAMESPACES:                   # what the scenario (or one that stopped half-way) left in its queues
-            for job in k.list(JOB, ns)[0]:
+            for job in live.list(JOB, ns):
                 if (ns, labels(job).get(QUEUE_LABEL)) in queues:
                     k.delete(JOB, meta(job)["name"], ns, propagation="Foreground")
                     left.append((JOB, meta(job)["name"], ns))
-            for wl in k.list(WORKLOAD, ns)[0]:
+            for wl in live.list(WORKLOAD, ns):
                 if (ns, (wl.get("spec") or {}).get("queueName")) in queues:      # with its requests and templates
                     k.delete(WORKLOAD, meta(wl)["name"], ns, propagation="Foreground")
                     left.append((WORKLOAD, meta(wl)["name"], ns))
         if left:                                # their Workloads hold the queues' finalizers
-            self.ctx.wait(lambda: all(k.get_or_none(*x) is None for x in left), 90, "the scenario's Jobs to go")
+            self.ctx.wait(lambda: all(live.get(*x) is None for x in left), 90, "the scenario's Jobs to go")
         for res, name, ns in reversed(self.made):
             k.delete(res, name, ns)
         try:
-            self.ctx.wait(lambda: all(k.get_or_none(res, name, ns) is None for res, name, ns in self.made), 90,
+            self.ctx.wait(lambda: all(live.get(res, name, ns) is None for res, name, ns in self.made), 90,
                           "the scenario's Kueue objects to be deleted")
         except ScenarioFailed as e:
             if exc_type is None:
                 raise
             self.ctx.say(f"  cleanup after the failure: {e}")
             return False
-        untouched = meta(k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)).get("generation") == self.default_generation
+        untouched = meta(live.must(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)).get("generation") == self.default_generation
         self.ctx.check(untouched, f"the scenario's {len(self.made)} Kueue objects are deleted; ClusterQueue "
                                   f"{DEMO_CLUSTER_QUEUE} is untouched")
         return False
@@ -191,7 +190,7 @@ def changes(ctx: Context, res: Resource, keep: Callable[[dict], bool] = lambda o
 
 def events_of(ctx: Context, workload: str, namespace: str = NS) -> list[dict]:
     """The events recorded on a Workload (Kueue's), read now."""
-    return ctx.k.list(EVENT, namespace, field_selector=f"involvedObject.name={workload}")[0]
+    return ctx.live.list(EVENT, namespace, fields=f"involvedObject.name={workload}")
 
 
 def workload_events(ctx: Context, workload: str, namespace: str = NS) -> dict[str, list[str]]:
@@ -236,7 +235,7 @@ class ExternalCheck:
                                      timeout_seconds=30)
 
     def activate(self) -> None:
-        ac = self.ctx.k.get(ADMISSION_CHECK, self.name)
+        ac = self.ctx.live.must(ADMISSION_CHECK, self.name)
         self.ctx.k.patch_status(ADMISSION_CHECK, self.name, {"status": {"conditions": [{
             "type": ACTIVE, "status": "True", "reason": "Active", "message": "the scenario's external check",
             "observedGeneration": meta(ac).get("generation"),
@@ -260,7 +259,7 @@ class ExternalCheck:
     def poke(self, workload: str) -> None:
         """Decide again on a fresh read (after the policy changed)."""
         try:
-            self.consider(self.ctx.k.get(WORKLOAD, workload, self.namespace))
+            self.consider(self.ctx.live.must(WORKLOAD, workload, self.namespace))
         except NotFound:
             pass
 
@@ -289,8 +288,8 @@ class ExternalCheck:
 
 def workload_of(ctx: Context, job: str, namespace: str = NS) -> dict | None:
     """The Workload of a Job (by name), read now."""
-    obj = ctx.k.get_or_none(JOB, job, namespace)
-    return observe.workload_for(ctx.k, obj) if obj else None
+    obj = ctx.live.get(JOB, job, namespace)
+    return ctx.live.workload_of(obj) if obj else None
 
 
 def conditions_line(wl: dict | None) -> str:

@@ -95,7 +95,7 @@ def podsets_merged(ctx: Context) -> None:
         for ps, role in zip(sets, ("master", "worker")):
             ps["template"]["metadata"] = {"labels": {"role": role}}
         env.workload_object(wl, sets)
-        got = env.wait_for(wl, workloads.quota_reserved, 30, "the quota")
+        got = env.wait_now(wl, workloads.quota_reserved, 30, "the quota")
         name = env.request_name(wl, 1)
         pr = env.wait_request(name, what="the request")
         s = spec(pr)
@@ -106,7 +106,7 @@ def podsets_merged(ctx: Context) -> None:
         ctx.check(len(ps) == 1 and ps[0].get("count") == admitted == 3,
                   f"one PodSet of {[p.get('count') for p in ps]} pods (admitted {admitted}: master 1 + worker 2)")
         ref = ((ps or [{}])[0].get("podTemplateRef") or {}).get("name")
-        pt = ctx.k.get_or_none(POD_TEMPLATE, ref, meta(pr)["namespace"]) if ref else None
+        pt = ctx.live.get(POD_TEMPLATE, ref, meta(pr)["namespace"]) if ref else None
         tpl = ((pt or {}).get("template") or {}).get("spec") or {}
         labels, _ = flavor_spec(pools()[DEMO_POOL])
         ctx.check(pt is not None and strip(tpl.get("containers")) == strip(got["spec"]["podSets"][0]["template"]["spec"]["containers"]),

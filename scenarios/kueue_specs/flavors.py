@@ -62,7 +62,7 @@ def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: boo
                  "node of the GPU pool")
         job1 = env.job("job1", duration="120s", requests=first, params=fast_boot(ctx))
         wl1 = job1.workload
-        got = env.wait_for(wl1, workloads.quota_reserved, 30, "wl1's quota")
+        got = env.wait_now(wl1, workloads.quota_reserved, 30, "wl1's quota")
         want1 = {r: f1 for r in first}
         ctx.check(flavors_of(got) == [want1], f"wl1 holds quota on flavor-1: {flavors_of(got)}")
         labels = (got["spec"]["podSets"][0]["template"].get("metadata") or {}).get("labels")
@@ -71,7 +71,7 @@ def readmitted(ctx: Context, spec: Spec, second_check: bool = False, memory: boo
         pr1 = env.request_name(wl1, 1, ac1)
         env.wait_request(pr1, lambda p: is_true(p, PROVISIONED), 90, "wl1's request on flavor-1 to be provisioned")
         env.driven(pr1, PROVISIONED)
-        env.wait_for(wl1, workloads.admitted, 30, "wl1 to be admitted")
+        env.wait_now(wl1, workloads.admitted, 30, "wl1 to be admitted")
         ctx.step("A high-priority job2 (750m) needs flavor-1: Kueue preempts wl1, which fits flavor-2")
         wl2 = env.job("job2", duration="120s", requests={"cpu": "750m"}, params=fast_boot(ctx),
                       priority=f"{env.name}-high").workload

@@ -36,6 +36,7 @@ from k8s.poll import eventually
 from k8s.tape import WATCH_LAG, first_sample, within_lag
 
 from ..kit.harness import Context
+from ..kit.live import caught_up
 from ..kit.scenario import Spec
 from ..kit import toolbox
 from ..kit.toolbox import AUTOSCALER_MANAGERS
@@ -197,7 +198,7 @@ class SpecEnv:
         until Kueue admits it."""
         self.ctx.step(step)
         sub = self.job(tag, duration=duration, params=fast_boot(self.ctx, **params))
-        self.wait_for(sub.workload, workloads.admitted, 90, "Kueue to admit")
+        self.wait_now(sub.workload, workloads.admitted, 90, "Kueue to admit")
         return sub
 
     def workload_object(self, name: str, podsets: list[dict], annotations: dict | None = None,
@@ -221,12 +222,16 @@ class SpecEnv:
 
     # ------------------------------------------------------------------ reading
     def get(self, workload: str) -> dict | None:
-        return self.ctx.k.get_or_none(WORKLOAD, workload, SPECS_NAMESPACE)
+        return self.ctx.live.get(WORKLOAD, workload, SPECS_NAMESPACE)
 
-    def wait_for(self, workload: str, pred: Callable[[dict], object], timeout: float, what: str) -> dict:
+    def wait_now(self, workload: str, pred: Callable[[dict], object], timeout: float, what: str) -> dict:
         """The Workload, read now, once pred(it) holds; ScenarioFailed after timeout."""
         return self.ctx.wait(lambda: (w := self.get(workload)) is not None and pred(w) and w, timeout,
                              f"{what} ({workload})")
+
+    def caught_up(self, workload: str, obj: dict) -> None:
+        """Wait until the watch delivered the version of the Workload that `obj` (a live read) is at."""
+        caught_up(lambda: self.versions(workload), obj, self.ctx.wait)
 
     def wait_seen(self, workload: str, pred: Callable[[dict], object], timeout: float, what: str) -> dict:
         """The first version of the Workload the watch saw for which pred holds (a state Kueue may leave a moment
@@ -235,7 +240,7 @@ class SpecEnv:
                              f"{what} ({workload})")
 
     def request(self, name: str) -> dict | None:
-        return self.ctx.k.get_or_none(PROVREQ, name, SPECS_NAMESPACE)
+        return self.ctx.live.get(PROVREQ, name, SPECS_NAMESPACE)
 
     def wait_request(self, name: str, pred: Callable[[dict], object] = lambda pr: True, timeout: float = 60,
                      what: str = "the request") -> dict:
@@ -246,7 +251,7 @@ class SpecEnv:
 
     def scheduled_pods(self, job: dict) -> list[dict]:
         """The Job's pods that are bound to a node, read now."""
-        pods = self.ctx.k.list(POD, SPECS_NAMESPACE, label_selector=f"{JOB_NAME_LABEL}={meta(job)['name']}")[0]
+        pods = self.ctx.live.list(POD, SPECS_NAMESPACE, selector=f"{JOB_NAME_LABEL}={meta(job)['name']}")
         return [p for p in pods if spec_of(p).get("nodeName")]
 
     def versions(self, workload: str) -> list[tuple[float, dict]]:
@@ -316,15 +321,15 @@ class SpecEnv:
                        + ("; ".join(f"{t}: {', '.join(sorted(w))}" for t, w in sorted(seen.items())) or "none seen")
                        + ")")
 
-    def expect_deactivated(self, wl: str, check: str, message: str) -> None:
+    def expect_deactivated(self, wl: str, check: str, message: str) -> dict:
         """What the suite asserts of a Workload whose check was Rejected: inactive; the check once Rejected, now
         Pending "Reset to Pending after eviction. Previously: Rejected"; Kueue's Warning event AdmissionCheckRejected
         naming the check (with the condition's message, as Kueue's code writes it); Evicted by deactivation; the
-        eviction metric counted once (Deactivated, AdmissionCheck)."""
-        got = self.wait_for(wl, lambda w: not workloads.active(w), 30, "Kueue to deactivate the Workload")
+        eviction metric counted once (Deactivated, AdmissionCheck).  Returns the Workload as last read."""
+        got = self.wait_now(wl, lambda w: not workloads.active(w), 30, "Kueue to deactivate the Workload")
         self.ctx.check(not workloads.active(got), "the Workload is deactivated (spec.active=false)")
         rejected = self.seen_at(wl, lambda w: check_entry(w, check).get("state") == CheckState.REJECTED)
-        got = self.wait_for(wl, lambda w: check_entry(w, check).get("message") == RESET_AFTER_REJECTED, 30,
+        got = self.wait_now(wl, lambda w: check_entry(w, check).get("message") == RESET_AFTER_REJECTED, 30,
                             "the check to be reset")
         entry = check_entry(got, check)
         self.ctx.check(rejected is not None and entry.get("state") == CheckState.PENDING,
@@ -334,10 +339,11 @@ class SpecEnv:
         self.ctx.check(("Warning", note) in seen,
                        f"event {EVENT_CHECK_REJECTED} (Warning): {seen[0][1] if seen else 'none'}"
                        + ("" if ("Warning", note) in seen else f" (want {note!r})"))
-        got = self.wait_for(wl, workloads.deactivated, 30, "the eviction")
+        got = self.wait_now(wl, workloads.deactivated, 30, "the eviction")
         self.ctx.check(workloads.evicted_for(got, DEACTIVATED_DUE_TO_ADMISSION_CHECK),
                        f"Evicted={reason_of(got, EVICTED)}: evicted by deactivation")
         self.check_metric(1, cause=EVICTED_BY_ADMISSION_CHECK)
+        return got
 
     def expect_retry(self, wl: str, check: str, attempt: int) -> None:
         """What the suite asserts after attempt `attempt` failed (or its booking expired) with retries left: the

@@ -31,7 +31,6 @@ The declared text of each spec says how the scenario drives it; what the autosca
 
 from __future__ import annotations
 
-import time
 
 from k8s import workload as workloads
 from k8s.keys import (BOOKING_EXPIRED, CHECK_CAPACITY, CONSUME_PROVREQ_ANNOTATION, EVICTED,
@@ -92,7 +91,7 @@ def deleted_on_eviction(ctx: Context) -> None:
         env.driven(name, PROVISIONED)
         ctx.step("A high-priority Job needs the same quota: Kueue preempts the first")
         env.job("high", gpus=16, priority=f"{env.name}-high")
-        got = env.wait_for(wl, lambda w: workloads.evicted(w), 30, "the eviction")
+        got = env.wait_now(wl, lambda w: workloads.evicted(w), 30, "the eviction")
         ctx.check(workloads.evicted_for(got, EVICTED_BY_PREEMPTION), f"Evicted={reason_of(got, EVICTED)}")
         ctx.check(*deleted_after(env, name, env.version_seen(wl, workloads.evicted), "the eviction"))
 
@@ -112,7 +111,7 @@ def provisioned_ready(ctx: Context) -> None:
         check = env.standard(cls=BEST_EFFORT_ATOMIC)
         ctx.step("A 2 x 8-GPU Job fills both nodes of the pool (its maximum) for 8s")
         blocker = env.job("full", pods=2, gpus=8, duration="8s", params=fast_boot(ctx))
-        env.wait_for(blocker.workload, workloads.admitted, 90, "the first Job to be admitted")
+        env.wait_now(blocker.workload, workloads.admitted, 90, "the first Job to be admitted")
         ctx.wait(lambda: len(env.scheduled_pods(blocker.job)) == 2, 60, "the first Job's pods on the pool's nodes")
         ctx.step("A 1 x 8-GPU Job: the autoscaler finds no capacity and says so; Kueue shows its message")
         waiting = env.job("wait", gpus=8, params=fast_boot(ctx))
@@ -127,7 +126,7 @@ def provisioned_ready(ctx: Context) -> None:
         ctx.check(is_true(pending, ACCEPTED) and shown is not None,
                   f"the check is Pending with the request's message {message!r}")
         ctx.step("The first Job finishes; the autoscaler's retry finds the freed capacity")
-        got = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 90, "the check to be Ready")
+        got = env.wait_now(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 90, "the check to be Ready")
         ready = env.wait_request(name, lambda p: is_true(p, PROVISIONED), 10, "Provisioned=True")
         env.drivers.append(f"then Provisioned=True/{(condition(ready, PROVISIONED) or {}).get('reason')}")
         ctx.check(env.seen_at(blocker.workload, workloads.finished) is not None, "the first Job finished before")
@@ -146,9 +145,9 @@ def deleted_on_finish(ctx: Context) -> None:
         wl, name = done.workload, done.request
         env.wait_request(name, lambda p: is_true(p, PROVISIONED), 90, "Provisioned=True")
         env.driven(name, PROVISIONED)
-        ready = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
+        ready = env.wait_now(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
         ctx.check(check_entry(ready, check).get("state") == CheckState.READY, "the check is Ready")
-        done = env.wait_for(wl, workloads.finished, 90, "the Job to finish")
+        done = env.wait_now(wl, workloads.finished, 90, "the Job to finish")
         ctx.check(*deleted_after(env, name, env.version_seen(wl, workloads.finished),
                                  f"Finished={reason_of(done, FINISHED)}"))
         now = env.get(wl)
@@ -168,7 +167,7 @@ def booking_expired_ignored(ctx: Context) -> None:
         wl, name = booked.workload, booked.request
         env.wait_request(name, lambda p: is_true(p, BOOKING_EXPIRED), 30, "BookingExpired=True")
         expired = env.driven(name, BOOKING_EXPIRED)
-        time.sleep(WINDOW)
+        ctx.hold(WINDOW, "the window after the booking ended: the admitted Workload stays admitted")
         # ordered by etcd revision, not by arrival: the request and the Workload reach this process on two
         # watches, and the fake can end the booking within a second of the admission (once the pod consumes it)
         at = revision(expired) if expired is not None else None
@@ -194,7 +193,7 @@ def running_survives_deletion(ctx: Context) -> None:
                                 "15s")
         wl, name = kept.workload, kept.request
         env.driven(name, PROVISIONED)
-        ready = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 10, "the check")
+        ready = env.wait_now(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 10, "the check")
         updates = check_entry(ready, check).get("podSetUpdates")
         ctx.check(updates == pod_annotations(name, BEST_EFFORT_ATOMIC),
                   f"the check is Ready with podSetUpdates {updates}")
@@ -204,7 +203,7 @@ def running_survives_deletion(ctx: Context) -> None:
         gone = eventually(lambda: env.deleted(name), 30)
         env.drivers.append(f"the request deleted by the scenario {'' if gone else '(not seen)'}".strip())
         ctx.check(gone is not None, f"request {name} deleted")
-        time.sleep(WINDOW)
+        ctx.hold(WINDOW, "the window after the deletion: the admitted Workload stays admitted")
         after = [o for t, o in env.wls.versions(wl) if gone and t >= gone]
         now = env.get(wl)
         ctx.check(workloads.admitted(now) and check_entry(now, check).get("state") == CheckState.READY
@@ -213,7 +212,7 @@ def running_survives_deletion(ctx: Context) -> None:
                   f"for {WINDOW:.0f}s after, every version of the Workload is Admitted with the check Ready "
                   f"({len(after)} seen)")
         ctx.check(env.attempts(wl) == [1] and env.request(name) is None, "the request stays deleted; no new one")
-        done = env.wait_for(wl, workloads.finished, 60, "the Job to finish")
+        done = env.wait_now(wl, workloads.finished, 60, "the Job to finish")
         ctx.check(workloads.finished(done) and not workloads.evicted(done),
                   f"the Job ran to its end: Finished={reason_of(done, FINISHED)}, never evicted")
 

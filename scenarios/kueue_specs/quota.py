@@ -66,14 +66,14 @@ def no_request_before_quota(ctx: Context) -> None:
         check = env.standard(cls=CHECK_CAPACITY, gpus="1")
         ctx.step("Two 1-GPU Jobs into a ClusterQueue with quota for one GPU: the first gets it, the second waits")
         first_job = env.job("first")
-        env.wait_for(first_job.workload, workloads.quota_reserved, 30, "the first Job's quota")
+        env.wait_now(first_job.workload, workloads.quota_reserved, 30, "the first Job's quota")
         env.wait_request(first_job.request, what="the first Job's request")
         second = env.job("second")
         wl = second.workload
-        env.wait_for(wl, lambda w: condition(w, QUOTA_RESERVED), 30, "the scheduler to look at the second Job")
+        env.wait_now(wl, lambda w: condition(w, QUOTA_RESERVED), 30, "the scheduler to look at the second Job")
         started = time.time()
         ctx.step(f"Watch the second Job's Workload for {WINDOW:.0f}s without quota")
-        time.sleep(WINDOW)
+        ctx.hold(WINDOW, "the window without quota")
         prefix = f"{wl}-{check}-"
         ctx.check(first(env.versions(wl), workloads.quota_reserved) is None,
                   f"for {time.time() - started:.0f}s the second Workload has no quota: "
@@ -82,7 +82,7 @@ def no_request_before_quota(ctx: Context) -> None:
         ctx.check(not env.created(prefix), f"and no ProvisioningRequest of it exists (none named {prefix}*, watched)")
         ctx.step("The first Job leaves: the second gets the quota, and then its request")
         ctx.delete_job(meta(first_job.job)["name"], namespace=meta(first_job.job)["namespace"])
-        reserved = env.wait_for(wl, workloads.quota_reserved, 30, "the second Job's quota")
+        reserved = env.wait_now(wl, workloads.quota_reserved, 30, "the second Job's quota")
         env.wait_request(second.request, what="the second Job's request")
         ctx.check(*made_after_quota(env, wl, prefix, f"its request {second.request}",
                                     f" ({reason_of(reserved, QUOTA_RESERVED)})"))
@@ -103,14 +103,14 @@ def no_request_for_zero_pods(ctx: Context) -> None:
         check = env.standard()
         ctx.step("A Job of parallelism 0 that asks for GPUs: Kueue admits a PodSet of count 0")
         wl = env.job("zero", parallelism=0).workload
-        got = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30,
+        got = env.wait_now(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30,
                            "the check to be Ready")
         counts = [psa.get("count") for psa in (got.get("status") or {}).get("admission", {}).get("podSetAssignments") or []]
         entry = check_entry(got, check)
         ctx.check(counts == [0], f"Kueue's scheduler admitted the PodSet with count {counts}")
         ctx.check(entry.get("message") == NO_REQUEST_NEEDED,
                   f"the check is Ready with the message {entry.get('message')!r} (want {NO_REQUEST_NEEDED!r})")
-        time.sleep(WINDOW / 2)
+        ctx.hold(WINDOW / 2, "the window in which no request may be made")
         ctx.check(not env.created(f"{wl}-{check}-") and workloads.admitted(env.get(wl)),
                   f"no ProvisioningRequest was made (watched for {WINDOW / 2:.1f}s after); the Workload is Admitted")
 
@@ -127,7 +127,7 @@ def request_after_quota(ctx: Context) -> None:
         env.workload_object(wl, [podset("ps1", 3, {"cpu": "1"}),
                                  podset("ps2", 6, {"cpu": "500m", EXAMPLE_RESOURCE: "1"}, {EXAMPLE_RESOURCE: "1"})],
                             annotations={PROVREQ_PARAM_PREFIX + PARAM_VALID_UNTIL: "0", "invalid-provreq-prefix/Foo": "Bar"})
-        got = env.wait_for(wl, workloads.quota_reserved, 30, "the quota")
+        got = env.wait_now(wl, workloads.quota_reserved, 30, "the quota")
         name = env.request_name(wl, 1)
         pr = env.wait_request(name, what="the request")
         ctx.check(*made_after_quota(env, wl, name, f"request {name}"))
@@ -144,7 +144,7 @@ def request_after_quota(ctx: Context) -> None:
         labels, _ = flavor_spec(pools()[DEMO_POOL])
         for i, ps in enumerate(sets):
             ref = (ps.get("podTemplateRef") or {}).get("name")
-            pt = ctx.k.get_or_none(POD_TEMPLATE, ref, meta(pr)["namespace"]) if ref else None
+            pt = ctx.live.get(POD_TEMPLATE, ref, meta(pr)["namespace"]) if ref else None
             tpl = (pt or {}).get("template") or {}
             mine = got["spec"]["podSets"][i]["template"]["spec"]["containers"]
             ctx.check(pt is not None and strip(tpl.get("spec", {}).get("containers")) == strip(mine),

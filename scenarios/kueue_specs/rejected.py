@@ -24,7 +24,6 @@ checked exactly as Kueue's code makes it from the condition the autoscaler wrote
 
 from __future__ import annotations
 
-import time
 
 from k8s import workload as workloads
 from k8s.keys import CAPACITY_REVOKED, FAILED, PARAM_REVOKE_AFTER, PARAM_REVOKE_UNPROVISIONED
@@ -100,8 +99,8 @@ def revoked_before_admission(ctx: Context) -> None:
         wl, name = holding.workload, holding.request
         pr = env.wait_request(name, lambda p: condition(p, CAPACITY_REVOKED), 30, "the revocation")
         env.driven(name, CAPACITY_REVOKED)
-        env.expect_deactivated(wl, check, (condition(pr, CAPACITY_REVOKED) or {}).get("message", ""))
-        time.sleep(1)
+        last = env.expect_deactivated(wl, check, (condition(pr, CAPACITY_REVOKED) or {}).get("message", ""))
+        env.caught_up(wl, last)             # every version up to the one read now has reached the watch
         versions = env.versions(wl)
         ctx.check(first(versions, workloads.quota_reserved) is not None and first(versions, workloads.admitted) is None,
                   "the Workload held quota and was never admitted")

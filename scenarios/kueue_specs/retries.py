@@ -129,7 +129,7 @@ def retry_then_provisioned(ctx: Context) -> None:
             second = env.request_name(wl, 2)
             env.wait_request(second, lambda p: is_true(p, PROVISIONED), 60, "attempt 2 to be provisioned")
             env.driven(second, PROVISIONED)
-            got = env.wait_for(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
+            got = env.wait_now(wl, lambda w: check_entry(w, check).get("state") == CheckState.READY, 30, "the check")
             ctx.check(check_entry(got, check).get("state") == CheckState.READY and env.attempts(wl) == [1, 2],
                       f"the check is Ready; attempts {env.attempts(wl)}")
     finally:            # after the Job and its pods are gone (a pod bound to a deleted node waits for pod GC)
@@ -185,7 +185,7 @@ def booking_expired_retry(ctx: Context) -> None:
             second = env.request_name(wl, 2)
             env.wait_request(second, lambda p: is_true(p, PROVISIONED), 60, "attempt 2 to be provisioned")
             env.driven(second, PROVISIONED)
-            got = env.wait_for(wl, workloads.admitted, 30, "Kueue to admit")
+            got = env.wait_now(wl, workloads.admitted, 30, "Kueue to admit")
             admitted_at = env.seen_at(wl, workloads.admitted)
             ctx.check(check_entry(got, check).get("state") == CheckState.READY and bool(ext.writes),
                       "attempt 2: the check is Ready and the Workload admitted ("

@@ -123,7 +123,7 @@ def _stop_policy(w: Worker, policy: str) -> None:
     """Set the worker's ClusterQueue's stopPolicy and wait until Kueue has acted on it (its Active condition)."""
     w.ctx.k.patch(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE, {"spec": {"stopPolicy": policy}})
     want = "False" if policy == HOLD else "True"
-    w.ctx.wait(lambda: (condition(w.ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE), ACTIVE) or {}).get("status") == want,
+    w.ctx.wait(lambda: (condition(w.ctx.live.must(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE), ACTIVE) or {}).get("status") == want,
                10, f"{w.name}'s ClusterQueue {DEMO_CLUSTER_QUEUE} to be Active={want} (stopPolicy {policy})")
 
 

@@ -101,15 +101,15 @@ class Scene:
         return out
 
     def live(self, obj: Obj) -> Obj | None:
-        return self.k.get_or_none(KINDS[obj["kind"]], meta(obj)["name"], meta(obj).get("namespace"))
+        return self.ctx.live.get(KINDS[obj["kind"]], meta(obj)["name"], meta(obj).get("namespace"))
 
     def ready(self, name: str, profile: str) -> Obj:
-        return tauclusters_.ready_condition(self.k.get_or_none(TAUCLUSTER, name), profile) or {}
+        return tauclusters_.ready_condition(self.ctx.live.get(TAUCLUSTER, name), profile) or {}
 
     def wait_reason(self, name: str, profile: str, reason: str, timeout: float = WAIT_READY) -> Obj:
         """The profile's ProvisioningReady condition once it says `reason`, for the TauCluster's present spec."""
         def said() -> Obj | None:
-            tc = self.k.get_or_none(TAUCLUSTER, name)
+            tc = self.ctx.live.get(TAUCLUSTER, name)
             c = tauclusters_.ready_condition(tc, profile) or {}
             current = c.get("observedGeneration") == meta(tc).get("generation")
             return c if current and c.get("reason") == reason else None
@@ -132,16 +132,16 @@ class Scene:
 
     # ---------------------------------------------------------------- removing
     def __exit__(self, exc_type, exc, tb):
-        k = self.k
+        k, live = self.k, self.ctx.live
         for name in reversed(self.tauclusters):
             k.delete(TAUCLUSTER, name)
         queues = {meta(o)["name"] for o in self.admin if o["kind"] == LOCAL_QUEUE.kind}
-        for job in k.list(JOB, NS)[0]:
+        for job in live.list(JOB, NS):
             queue = labels(job).get(QUEUE_LABEL, "")
             if queue.startswith(TAUCLUSTER_SCENARIO_PREFIX) or queue in queues:
                 k.delete(JOB, meta(job)["name"], NS, propagation="Foreground")
         try:
-            self.ctx.wait(lambda: not any(k.get_or_none(TAUCLUSTER, n) for n in self.tauclusters), 90,
+            self.ctx.wait(lambda: not any(live.get(TAUCLUSTER, n) for n in self.tauclusters), 90,
                           "the scenario's TauClusters to be gone (their finalizers done)")
             for o in reversed(self.admin):
                 k.delete(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace"))
@@ -236,13 +236,13 @@ def manage(ctx: Context) -> None:
         job = ctx.new_name("job-tc")
         r = submit_cli(ctx, p.name, job)
         ctx.check(r.returncode == 1 and f"ProvisioningReady=False ({P.BEING_DELETED})" in r.stdout
-                  and ctx.k.get_or_none(JOB, job, NS) is None,
+                  and ctx.live.get(JOB, job, NS) is None,
                   "submit refuses the profile meanwhile, with the status's reason, and creates nothing")
 
         ctx.step(f"kubectl delete taucluster {tc}")
         ctx.k.delete(TAUCLUSTER, tc)
         t1 = time.monotonic()
-        left = poll.eventually(lambda: [n for n in [f"TauCluster {tc}"] * bool(ctx.k.get_or_none(TAUCLUSTER, tc))
+        left = poll.eventually(lambda: [n for n in [f"TauCluster {tc}"] * bool(ctx.live.get(TAUCLUSTER, tc))
                                         + [P.describe(o) for o in made if s.live(o)]], 60, done=lambda got: not got)
         ctx.check(not left, f"the TauCluster and its {len(made)} objects are gone after {time.monotonic() - t1:.1f}s "
                             f"(Kueue lets the check go once its ClusterQueue is gone){f'; left: {left}' if left else ''}")
@@ -317,7 +317,7 @@ def adopt(ctx: Context) -> None:
 
         ctx.step(f"kubectl delete taucluster {tc}")
         ctx.k.delete(TAUCLUSTER, tc)
-        ctx.wait(lambda: ctx.k.get_or_none(TAUCLUSTER, tc) is None, 60, "the TauCluster to be gone")
+        ctx.wait(lambda: ctx.live.get(TAUCLUSTER, tc) is None, 60, "the TauCluster to be gone")
         given = [s.live(o) for o in mine]
         ctx.check(all(o is not None and TAUCLUSTER_LABEL not in labels(o) and TAUCLUSTER_ADOPTED_ANNOTATION not in
                       annotations(o) for o in given), "the adopted objects are given back as they were, not deleted")
@@ -358,7 +358,7 @@ def external(ctx: Context) -> None:
         job = ctx.new_name("job-tc")
         r = submit_cli(ctx, p.name, job)
         ctx.check(r.returncode == 1 and f"ProvisioningReady=False ({P.INCOMPATIBLE})" in r.stdout
-                  and "provisioningClassName" in r.stdout and ctx.k.get_or_none(JOB, job, NS) is None,
+                  and "provisioningClassName" in r.stdout and ctx.live.get(JOB, job, NS) is None,
                   "tau-demo submit is refused with the status's reason and the field, and creates nothing")
 
         ctx.step("The administrator puts the class back")
@@ -413,7 +413,7 @@ def mode_switch(ctx: Context) -> None:
                   f"(generation {still.get('observedGeneration')})")
         ctx.step(f"kubectl delete taucluster {tc}")
         ctx.k.delete(TAUCLUSTER, tc)
-        ctx.wait(lambda: ctx.k.get_or_none(TAUCLUSTER, tc) is None, 60, "the TauCluster to be gone")
+        ctx.wait(lambda: ctx.live.get(TAUCLUSTER, tc) is None, 60, "the TauCluster to be gone")
         ctx.check(all((o := s.live(a)) is not None and TAUCLUSTER_LABEL not in labels(o) for a in applied),
                   "deleted: the objects are given back as they were, none deleted")
 
@@ -445,7 +445,7 @@ def two_claims(ctx: Context) -> None:
                   "the first keeps the profile, ready, its objects untouched")
         for name in (second, first):
             ctx.k.delete(TAUCLUSTER, name)
-        left = poll.eventually(lambda: [f"TauCluster {n}" for n in (first, second) if ctx.k.get_or_none(TAUCLUSTER, n)]
+        left = poll.eventually(lambda: [f"TauCluster {n}" for n in (first, second) if ctx.live.get(TAUCLUSTER, n)]
                                + [P.describe(o) for o in made if s.live(o)], 60, done=lambda got: not got)
         ctx.check(not left, "both deleted: the first deleted what it made, the second had nothing to give back"
                             + (f"; left: {left}" if left else ""))

@@ -43,19 +43,19 @@ DRAIN_REAL = 5 * 60 + 120   # the real CA's --unremovable-node-recheck-timeout (
 
 
 def running_pods(ctx: Context, job: str) -> list[dict]:
-    return [p for p in ctx.k.list(POD, NS, label_selector=f"job-name={job}")[0]
+    return [p for p in ctx.live.list(POD, NS, selector=f"job-name={job}")
             if (p.get("status") or {}).get("phase") == "Running"]
 
 
 def request_of(ctx: Context, job: str) -> dict | None:
     wl = toolbox.workload_of(ctx, job)
-    mine = provreqs_.of_workload(wl, ctx.k.list(PROVREQ, NS)[0]) if wl else []
+    mine = provreqs_.of_workload(wl, ctx.live.list(PROVREQ, NS)) if wl else []
     return mine[-1] if mine else None
 
 
 def free_gpus(ctx: Context) -> dict[str, int]:
     """Per pool node, its allocatable GPUs minus the GPU requests of the live pods bound to it."""
-    pods = [p for p in ctx.k.list(POD)[0] if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    pods = [p for p in ctx.live.list(POD) if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     out = {}
     for n in ctx.pool_nodes():
         used = sum(parse_quantity(((c.get("resources") or {}).get("requests") or {}).get(GPU, "0"))
@@ -100,7 +100,7 @@ def run(ctx: Context) -> None:
     eventually(sample, WATCH, 2)
     pr = answers[-1]
     c = condition(pr, PROVISIONED) or {}
-    half_pr = ctx.k.get_or_none(PROVREQ, consumed, NS) if consumed else None
+    half_pr = ctx.live.get(PROVREQ, consumed, NS) if consumed else None
     booking = condition(half_pr, BOOKING_EXPIRED) or {}
     ctx.say(f"  {meta(pr)['name']}: Provisioned={c.get('status')}/{c.get('reason')}; {consumed}: BookingExpired="
             f"{booking.get('status', '-')}/{booking.get('reason', '-')}")

@@ -77,7 +77,7 @@ def blocker(ctx: Context, i: int, queue: str = QUEUE) -> str:
     name = f"{QUEUE}-blocker-{i}"
     params = ctx.injected({PARAM_STOCKOUT: "true"}) if queue == CHECKED else {}
     ctx.k.create(WORKLOAD, plain_workload(name, queue, {PROVREQ_PARAM_PREFIX + k: v for k, v in params.items()}), NS)
-    ctx.wait(lambda: workloads.quota_reserved(ctx.k.get(WORKLOAD, name, NS)), 20, f"{name} to hold the quota")
+    ctx.wait(lambda: workloads.quota_reserved(ctx.live.must(WORKLOAD, name, NS)), 20, f"{name} to hold the quota")
     return name
 
 
@@ -132,25 +132,25 @@ def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
         for i in range(TRIALS):
             target = f"{QUEUE}-{i}"
             ctx.k.create(WORKLOAD, plain_workload(target), NS)
-            ctx.wait(lambda: condition(ctx.k.get(WORKLOAD, target, NS), QUOTA_RESERVED), 10, "pending")
-            time.sleep(SETTLE)
+            ctx.wait(lambda: condition(ctx.live.must(WORKLOAD, target, NS), QUOTA_RESERVED), 10, "pending")
+            ctx.hold(SETTLE, "the scheduler settles on the pending Workload")
             delay = max(0.0, statistics.median(lat) - random.uniform(0.035, 0.07))
             t0 = time.time()
             ctx.k.patch(WORKLOAD, held, {"spec": {"active": False}}, NS)           # releases the quota
-            time.sleep(delay)
+            ctx.hold(delay, "the aim: deactivate this long after the release")
             at = revision(ctx.k.patch(WORKLOAD, target, {"spec": {"active": False}}, NS))
-            time.sleep(1.5)
+            ctx.hold(1.5, "the window for Kueue's answer to the release")
             outcome, first, t = order(w, target, at)
             if t is not None:
                 lat.append(t - t0)
-            final = ctx.k.get(WORKLOAD, target, NS)
+            final = ctx.live.must(WORKLOAD, target, NS)
             results.append({"trial": i, "delay": delay, "outcome": outcome, "first": first, "final": final})
             ctx.say(f"  trial {i + 1:2}: deactivated {delay * 1000:4.0f} ms after the release: {outcome}"
                     + (f" (rv {revision(first)} > {at}): {toolbox.conditions_line(final)}" if outcome == "hit" else ""))
             if outcome == "hit" and not any(r["outcome"] == "hit" for r in results[:-1]):
                 picture(log, w.of(target), t0)
                 ctx.say(f"    after the release: {admission_sequence(w.of(target), t0)}")
-                cq = ctx.k.get(CLUSTER_QUEUE, QUEUE)
+                cq = ctx.live.must(CLUSTER_QUEUE, QUEUE)
                 events = sorted(toolbox.workload_events(ctx, target))
                 ctx.say(f"    Kueue's events on it: {', '.join(events)}; ClusterQueue {QUEUE} counts "
                         f"reservingWorkloads={cq['status'].get('reservingWorkloads')} "
@@ -180,13 +180,13 @@ def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
                 ctx.submit(name, "1x8", deadline="3s", profile=queue, annotations={DEADLINE_CLASS_ANNOTATION: CLASS},
                            provreq=ctx.injected({PARAM_STOCKOUT: "true"}))
                 hooks.wait_reached(hook_dir, "before-commit", key, timeout=30)
-                time.sleep(SETTLE)
+                ctx.hold(SETTLE, "the scheduler settles on the pending Workload")
                 delay = max(0.0, latency - lead)
                 t0 = time.time()
                 ctx.k.patch(WORKLOAD, held, {"spec": {"active": False}}, NS)
-                time.sleep(delay)
+                ctx.hold(delay, "the aim: commit this long after the release")
                 hooks.release(hook_dir, "before-commit", key)
-                time.sleep(4)
+                ctx.hold(4, "the window for the commit and Kueue's answer to land")
             commits = [(t, o) for t, _, o in w.changes if workloads.committed_timeout(o)]
             at = min((revision(o) for _, o in commits), default=None)
             outcome = order(w, meta(commits[0][1])["name"], at)[0] if commits else "admission won"
@@ -254,7 +254,7 @@ def run(ctx: Context) -> None:
                   "invariant: a Job whose Workload was admitted was never marked failed or deleted")
         held = ctx.check(not any(j["ran_after"] for j in design),
                          "invariant: a Job whose timeout was committed never ran (never unsuspended, no pod)")
-        ctx.wait(lambda: not [w for w in ctx.k.list(WORKLOAD, NS)[0] if meta(w)["name"].startswith(QUEUE)], 30,
+        ctx.wait(lambda: not [w for w in ctx.live.list(WORKLOAD, NS) if meta(w)["name"].startswith(QUEUE)], 30,
                  "the plain Workloads to go")
     picture = svg.write(log_path, log_path.with_suffix(".svg"), f"{REPORT.number}: inactive, then admitted") \
         if hits else None

@@ -123,7 +123,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
             view = follow(ctx.k, NS, job, "finished", timeout=90, out=ctx.out, live=False)
             wl = ctx.wait(lambda: (x := rec.samples[-1][1].workload) and (condition(x, EVICTED) or {}).get(
                 "status") == "True" and x, 30, "Kueue's eviction")
-            ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, NS)[0] if owned_by(p, meta(wl)["uid"])], 30,
+            ctx.wait(lambda: not [p for p in ctx.live.list(PROVREQ, NS) if owned_by(p, meta(wl)["uid"])], 30,
                      "the last request to go")
     # over the whole recording, from before the submission until the recorder stopped (it settles at its stop:
     # what its watches still had to deliver of the window reaches it first), not at one moment
@@ -149,7 +149,7 @@ def the_loop(ctx: Context, job: str, check: str, log) -> tuple[dict, dict]:
     ctx.check(not late, f"the loop stopped with the eviction ({len(late)} request(s) seen more than "
                         f"{EVICTION_GRACE:g}s after it)")
     ctx.wait(lambda: not any(meta(p)["name"].startswith("ppt-" + meta(wl)["name"])
-                             for p in ctx.k.list(POD_TEMPLATE, NS)[0]), 60, "the PodTemplates to be collected")
+                             for p in ctx.live.list(POD_TEMPLATE, NS)), 60, "the PodTemplates to be collected")
     ctx.delete_job(job)
     span = (before[-1:] and made[len(before) - 1][0] - made[0][0]) or 0.0
     return got, {"created": len(before), "deleted": len(w.uids("DELETED")), "span": span,

@@ -45,8 +45,8 @@ WATCH, DEADLINE = 30, 40           # seconds after submission: how long the wait
 def run(ctx: Context) -> None:
     toolbox.begin(ctx, REPORT)
     with toolbox.KueueObjects(ctx) as objs:
-        groups = copy.deepcopy(ctx.k.get(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)["spec"]["resourceGroups"])
-        demo = ctx.k.get(RESOURCE_FLAVOR, groups[0]["flavors"][0]["name"])
+        groups = copy.deepcopy(ctx.live.must(CLUSTER_QUEUE, DEMO_CLUSTER_QUEUE)["spec"]["resourceGroups"])
+        demo = ctx.live.must(RESOURCE_FLAVOR, groups[0]["flavors"][0]["name"])
         ctx.step(f"A flavor whose nodeLabels name a node pool that is gone (agentpool={GONE_POOL}), behind the "
                  "ProvisioningRequest check")
         objs.flavor(QUEUE, {"agentpool": GONE_POOL}, (demo.get("spec") or {}).get("tolerations"))

@@ -130,7 +130,7 @@ def run(ctx: Context) -> None:
                 ctx.step("What Kueue does with it: the control was deactivated within "
                          f"{took:.1f}s; watch for {max(3 * took, 5):.0f}s after the quota is released")
                 ctx.wait(lambda: not workloads.quota_reserved(rec.samples[-1][1].workload), 30, "the quota release")
-                time.sleep(max(3 * took, 5))
+                ctx.hold(max(3 * took, 5), "the window after the release: does Kueue act on the rejection")
                 wl = rec.samples[-1][1].workload
                 kueue_acted = rec.ever(lambda s: deactivated_by_kueue(s.workload))
                 events = toolbox.workload_events(ctx, meta(wl)["name"]).get(EVENT_CHECK_REJECTED, [])

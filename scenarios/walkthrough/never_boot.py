@@ -38,7 +38,7 @@ DEADLINE = "70s"
 
 def pool_backoff(ctx: Context) -> dict | None:
     """The demo pool's backoff as the autoscaler publishes it (kube-system/cluster-autoscaler-status)."""
-    return group_backoff(ctx.k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), ctx.slot.pool)
+    return group_backoff(ctx.live.get(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]), ctx.slot.pool)
 
 
 def run(ctx: Context) -> None:

@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from demo.jobs import observe
 from demo.timeline import svg
 from k8s import hooks
 from k8s import job as jobs
@@ -75,7 +74,7 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
             ctx.step("The deadline passes: the controller reads the Workload and is paused before its patch")
             info = hooks.wait_reached(hook_dir, "before-commit", key, timeout=60)
             rec.mark("deadline: controller paused")
-            snap = observe.snapshot(ctx.k, ctx.slot.namespace, name)
+            snap = ctx.live.snapshot(ctx.slot.namespace, name)
             ctx.check(snap.workload is not None and workloads.quota_reserved(snap.workload)
                       and not workloads.admitted(snap.workload),
                       f"it read rv {info.get('resource_version')}: quota reserved, check pending, not admitted")
@@ -171,7 +170,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
             hooks.wait_reached(hook_dir, "after-commit", key, timeout=60)
             rec.mark("timeout committed")
             check_commit_bound(ctx, rec, deadline_at=rec.job_created_at() + DEADLINE)
-            live = observe.snapshot(ctx.k, ctx.slot.namespace, name)
+            live = ctx.live.snapshot(ctx.slot.namespace, name)
             ctx.check(workloads.committed_timeout(live.workload) and not workloads.admitted(live.workload)
                       and not jobs.mirrored(live.job),
                       "the controller committed the timeout first, on the Workload only (paused right after)")
@@ -198,7 +197,7 @@ def scenario_timeout_wins(ctx: Context) -> None:
                   f"({', '.join(sorted(made)) or 'no node'})")
         ctx.check(not any(v.outcome == "running" for _, v in rec.views()),
                   "what `tau-demo watch` shows never had the Job running")
-        ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.slot.namespace)[0] if name in p["metadata"]["name"]], 60,
+        ctx.wait(lambda: not [p for p in ctx.live.list(PROVREQ, ctx.slot.namespace) if name in p["metadata"]["name"]], 60,
                  "the ProvisioningRequest to be gone")
         ctx.wait_pool_empty(120)
         ctx.check(not ctx.pool_nodes(), "the pool is back to 0")
@@ -226,7 +225,7 @@ def interrupted(ctx: Context, point: str) -> dict:
                        annotations={CLASS_ANNOTATION: cls})
             hooks.wait_reached(hook_dir, point, key, timeout=60)
             ctl.kill9()
-            live = observe.snapshot(ctx.k, ctx.slot.namespace, name)          # read now, not the recorder's last sample
+            live = ctx.live.snapshot(ctx.slot.namespace, name)          # read now, not the recorder's last sample
             job, wl = live.job, live.workload
             at_kill = {"committed": workloads.committed_timeout(wl), "mirrored": jobs.mirrored(job),
                        "armed": jobs.cleanup_after(job) is not None}

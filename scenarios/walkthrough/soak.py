@@ -12,7 +12,6 @@ import random
 import statistics
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -48,10 +47,10 @@ class Fault:
     def __init__(self, kind: str, at: float, inject: Callable[[], None]):
         self.kind, self.at, self.inject = kind, at, inject
         self.error: str = ""
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread = threading.Timer(at, self._run)     # started at the submission: fires `at` seconds later
+        self.thread.daemon = True
 
     def _run(self) -> None:
-        time.sleep(self.at)
         try:
             self.inject()
         except Exception as e:       # reported with the run; the soak goes on
@@ -80,7 +79,7 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
         if pause:
             try:
                 hooks.wait_reached(hook_dir, "before-commit", key, timeout=DEADLINE + 10)
-                time.sleep(pause)
+                ctx.hold(pause, "the commit paused at the hook")
                 hooks.release(hook_dir, "before-commit", key)
             except TimeoutError:
                 (hook_dir / f"before-commit@{key.replace('/', '_')}.arm").unlink(missing_ok=True)   # admitted first
@@ -95,7 +94,7 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
         ctx.wait(settled, 180 if fault else 90, f"{name} to settle")
         if fault is not None:
             fault.thread.join(180)
-        time.sleep(1.5)
+        ctx.hold(1.5, "the window after it settled: a late start or deletion would show")
         samples = [s for _, s in rec.samples]
     admitted = any(s.workload and workloads.admitted(s.workload) for s in samples)
     committed = any(s.workload and workloads.committed_timeout(s.workload) for s in samples)

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 
-from demo.jobs import observe
 from demo.jobs.watch import follow
 from demo.timeline import svg
 from fake_ca.conditions import Reason
@@ -59,11 +58,11 @@ def quota_released_and_clean(ctx: Context, name: str, rec: Recorder) -> None:
         wl = _workload(snap)
         return wl is None or (not workloads.quota_reserved(wl) and not (wl.get("status") or {}).get("admission"))
     ctx.wait(released, 60, "the quota to be released")
-    live = observe.snapshot(ctx.k, ctx.slot.namespace, name, rec.job_uid)
+    live = ctx.live.snapshot(ctx.slot.namespace, name, rec.job_uid)
     ctx.check(live.workload is None or (not workloads.quota_reserved(live.workload)
                                         and not (live.workload.get("status") or {}).get("admission")),
               "quota released (QuotaReserved=False, no admission)")
-    ctx.wait(lambda: not [p for p in ctx.k.list(PROVREQ, ctx.slot.namespace)[0] if name in p["metadata"]["name"]], 60,
+    ctx.wait(lambda: not [p for p in ctx.live.list(PROVREQ, ctx.slot.namespace) if name in p["metadata"]["name"]], 60,
              "Kueue to delete the job's ProvisioningRequests")
 
 
@@ -88,7 +87,7 @@ def preflight_refusal(ctx: Context) -> None:
                            capture_output=True, text=True, timeout=60)
         for line in r.stdout.splitlines() + r.stderr.splitlines():
             ctx.say(line)
-        time.sleep(1.0)      # the window stays open a moment after submit returned: a late create would show
+        ctx.hold(1.0, "the window after submit returned: a late create would show")
     ctx.check(r.returncode == 2 and "preflight refused the job; nothing was created" in r.stderr,
               "refused at submit time with exit status 2, before creating anything")
     made = [f"{typ} {res}" for res, w in (("Job", jobs_), ("Workload", workloads_)) for _, typ, _ in w.changes]
@@ -132,7 +131,7 @@ def autoscaler_window(ctx: Context) -> None:
                       f"attempt {a.number} failed with {reason} {lived:.1f}s after it was created (ValidUntilSeconds="
                       f"{VALID_UNTIL}: between {lo}s, the creation time being whole seconds, and {hi}s, one loop of "
                       f"the autoscaler and {WATCH_SLACK}s slack)")
-        strategy = ctx.k.get(PROVREQ_CONFIG, CHECK_NAME)["spec"]["retryStrategy"]
+        strategy = ctx.live.must(PROVREQ_CONFIG, CHECK_NAME)["spec"]["retryStrategy"]
         base, cap_ = int(strategy["backoffBaseSeconds"]), int(strategy["backoffMaxSeconds"])
         retries = rec.retries()
         ctx.check(len(retries) == 2, f"Kueue put its check in Retry twice, once after each of the first two failures "
@@ -194,7 +193,7 @@ def admission_deadline(ctx: Context, cleanup_ttl_hint: str = "the controller's -
         ctx.wait(lambda: rec.first(lambda s: s.provreqs) is not None, 30, "the ProvisioningRequest")
         submitted = created_at(rec.samples[-1][1].job).timestamp()
         ctx.wait(lambda: time.time() >= submitted + 12, 30, "12s after submission")
-        snap = observe.snapshot(ctx.k, ctx.slot.namespace, name, rec.job_uid)
+        snap = ctx.live.snapshot(ctx.slot.namespace, name, rec.job_uid)
         ctx.check(bool(snap.provreqs) and all((condition(p, PROVISIONED) or {}).get("reason") == Reason.NOT_FOUND
                                               for p in snap.provreqs),
                   "the ProvisioningRequest is past ValidUntilSeconds and still Provisioned=False/CapacityIsNotFound")

@@ -1,22 +1,25 @@
 """A small fleet on the real cluster, under each autoscaler (CI's fleet): `tau-demo fleet run` as a user runs it,
 every invariant over the whole run, every gang ended, its results measured from the objects, nothing left; and the
-same command interrupted by SIGTERM mid-run, which removes everything it made and exits 143."""
+same command interrupted by Ctrl-C, SIGTERM and SIGHUP at random moments, which removes everything it made and exits
+128 + the signal."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from fleet.run import left_behind
-from fleet.spec import NAMESPACE
-from k8s import poll
-from k8s.resources import JOB
+from k8s.resources import JOB, NODE, PROVREQ, WORKLOAD
+from k8s.tape import Tape
+from tests.cluster.test_interrupts import SEED, WINDOW, interrupted, ours
 
 REPO = Path(__file__).resolve().parents[2]
 TAU = str(REPO / ".venv/bin/tau-demo")
@@ -68,27 +71,33 @@ def test_an_out_of_stock_pool_times_out_its_gangs_and_nothing_else(kubeconfig, k
     assert left_behind(k) == []
 
 
-@pytest.mark.timeout(600)
-def test_a_fleet_interrupted_mid_run_removes_everything_it_made(kubeconfig, k, no_autoscaler, tmp_path):
-    log = tmp_path / "fleet.log"
-    argv = [TAU, "fleet", "run", *SMALL, "--autoscaler", "fake", "--out", str(tmp_path / "run"),
-            "--kubeconfig", kubeconfig]
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-                                env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        try:
-            poll.until(lambda: "gangs submitted" in log.read_text() or proc.poll() is not None, 300,
-                       "the fleet to submit its gangs", 0.2)
-            assert proc.poll() is None, log.read_text()[-3000:]
-            made = left_behind(k)
-            assert f"namespace {NAMESPACE}" in made and any(m.startswith("controller ") for m in made), made
-            assert len(k.list(JOB, NAMESPACE)[0]) == GANGS
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(300)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    text = log.read_text()
-    assert code == 143, text[-3000:]
-    assert "left behind: nothing" in text, text[-3000:]
-    assert left_behind(k) == []
+INTERRUPTS = ((signal.SIGINT, 1.0, 8.0), (signal.SIGTERM, 8.0, 20.0), (signal.SIGHUP, 20.0, 35.0))
+
+
+@pytest.mark.timeout(900)
+def test_a_fleet_interrupted_at_random_moments_removes_everything_it_made(kubeconfig, k, no_autoscaler, tmp_path):
+    """Ctrl-C, SIGTERM and SIGHUP, each at a seeded random moment of its span: setting up (the TauCluster, the
+    controllers), submitting, and deep in the run.  Each exits 128 + the signal, says "left behind: nothing", and
+    leaves nothing, judged at its exit and over a window after it, and no process of its own."""
+    rng = random.Random(f"{SEED}-fleet")
+    print(f"\n[interrupts] fleet run: seed {SEED} (TAU_DEMO_INTERRUPT_SEED replays it)", file=sys.stderr)
+    assert left_behind(k) == [], "the cluster is clean before the first interrupt"
+    before = ours(kubeconfig)
+    for i, (sig, earliest, latest) in enumerate(INTERRUPTS):
+        moment = rng.uniform(earliest, latest)
+        what = f"fleet run, {signal.Signals(sig).name} at {moment:.1f}s"
+        argv = [TAU, "fleet", "run", *SMALL, "--autoscaler", "fake", "--out", str(tmp_path / f"run-{i}"),
+                "--kubeconfig", kubeconfig]
+        code, text = interrupted(argv, {}, what, sig, moment, tmp_path / f"{i}.log")
+        print(f"[interrupts] {what}: exit {code}; {text.strip().splitlines()[-1] if text.strip() else ''}",
+              file=sys.stderr)
+        assert code in (128 + sig, -sig), f"{what}: exit {code}:\n{text[-3000:]}"
+        assert code == -sig or "left behind: nothing" in text, f"{what}:\n{text[-3000:]}"
+        with Tape(k, (JOB, WORKLOAD, PROVREQ, NODE)) as tape:
+            assert left_behind(k) == [], f"{what}: left behind\n{text[-3000:]}"
+            time.sleep(WINDOW)
+            left = left_behind(k)
+        added = [f"{o.get('kind')} {o['metadata']['name']}" for _, typ, o in tape.changes if typ == "ADDED"]
+        assert not added and not left, f"{what}: made after its exit: {added}; there at the window's end: {left}"
+        running = ours(kubeconfig) - before
+        assert not running, f"{what}: processes left running: {sorted(running)}\n{text[-3000:]}"
