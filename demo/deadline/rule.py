@@ -12,13 +12,13 @@ A Job's budget is its admission-deadline annotation (a duration).  Two rules cou
   lastTransitionTime of a request's Accepted, Provisioned or Failed condition (the injector writes Accepted
   when it picks the request; a check-capacity batch writes only Provisioned; a missing pod template only
   Failed).  The autoscaler rewrites those times at every retry, so the caller remembers the earliest it saw
-  (`seen`), across the Workload's attempts too: a retry never restarts the budget.  It also records that
-  earliest take-up on the Workload (TAKEN_UP_ANNOTATION), which counts as seen, so that a controller restarted
-  (or killed) after a retry still counts from the first take-up, not from the rewrite.  While the Workload has a
-  request that no autoscaler has taken up, nothing but the outer bound ends the wait: the Job's
+  (`seen`), across the Workload's attempts too: a retry never restarts the budget.  The controller also records
+  that earliest take-up on the Workload (TAKEN_UP_ANNOTATION), which counts as seen too, so that a controller
+  restarted (or killed) after a retry still counts from the first take-up, not from the rewrite.  While the
+  Workload has a request that no autoscaler has taken up, nothing but the outer bound ends the wait: the Job's
   admission-max-wait annotation (at least the budget), else `outer_factor` times the budget, after submission;
-  a request no autoscaler ever takes up ends there.  A Workload with no request (waiting for quota, or a
-  MultiKueue manager's, whose requests are on its workers) keeps the old deadline.
+  a request no autoscaler ever takes up ends there.  A Workload with no request and no take-up seen (waiting for
+  quota, or a MultiKueue manager's, whose requests are on its workers) keeps the old deadline.
 - "submitted" (the old rule): from the Job's creation.
 
 The rule is the controller's (`tau-demo deadline --rule`), or the Job's own deadline-rule annotation.  Each
