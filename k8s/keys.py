@@ -149,6 +149,7 @@ DECISION_BOUND_ANNOTATION = _P + "admission-decision-bound"          # which bou
 DECISION_WAITING_ANNOTATION = _P + "admission-decision-waiting-for"  # what the Workload waited for then: ...Waiting
 DEADLINE_RULE_ANNOTATION = _P + "deadline-rule"                      # on the Job: "taken-up" or "submitted"
 MAX_WAIT_ANNOTATION = _P + "admission-max-wait"                      # on the Job: the outer bound, a duration
+TAKEN_UP_ANNOTATION = _P + "admission-taken-up"                      # on the Workload: RFC 3339, the earliest take-up seen
 TIMED_OUT = "timed-out"
 TERMINAL_REASON_ANNOTATION = _P + "terminal-reason"                  # on the Job: "AdmissionTimeout"
 TERMINAL_TIME_ANNOTATION = _P + "terminal-time"

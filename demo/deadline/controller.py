@@ -15,11 +15,15 @@ so a reconcile that has nothing to do makes no API call.  What keeps that safe:
 When the deadline falls is rule.py's: the controller also caches the ProvisioningRequests (indexed by their
 Workload's uid, from the same list+watch helper), looks at a Job again whenever one of its requests changes, and
 remembers per Workload the earliest take-up it saw (the autoscaler rewrites the condition times at every retry).
-That memory lives in the process: after a restart the deadline is counted from the earliest take-up the requests
-still show (later, if a retry rewrote it; never past the outer bound), or, for a Workload between two of Kueue's
-attempts (no request at that moment), from submission, as for one waiting for quota.  A request the cache has not
-seen yet counts as none (for the moment of the cache's lag); the commit is guarded by the Workload's
-resourceVersion as before, whatever the rule said.
+That memory lives in the process, so it is also recorded on the Workload (TAKEN_UP_ANNOTATION, routing.take_up_patch
+decides when): while step 1 waits and the take-up it knows is earlier than the one the Workload records (or it
+records none), one metadata-only merge patch without a resourceVersion writes it (the record only ever moves
+earlier), and its response goes into the cache.  After a restart (or a kill -9) the deadline is counted from the
+earliest of the record and what the requests still show, as before the restart.  A failed write is said and
+tried again at the next look; it never holds up a commit.  A request the cache has not seen yet counts as none
+(for the moment of the cache's lag); the commit is guarded by the Workload's resourceVersion as before, whatever
+the rule said (the record's write bumps that version, but its response is in the cache before the commit is
+decided, so it makes no 409 of its own).
 
 A deadline is a timer that fires at the deadline into the queue's urgent tier, which is served
 before everything else; after a commit the key's owner steps go to the normal tier, so the commits
@@ -39,9 +43,9 @@ from ..jobs.observe import workload_for
 from k8s import workload as workloads
 from k8s import heartbeat
 from k8s.client import Kube
-from k8s.errors import Conflict, NotFound
+from k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from k8s.hooks import Hooks
-from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS
+from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, TAKEN_UP_ANNOTATION
 from k8s.objects import name_of, utcnow
 from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.runtime import Store, WorkQueue, run_loop
@@ -192,7 +196,8 @@ class DeadlineController:
         live = False
         for attempt in range(self.conflict_retries):
             job, wl = self.read_live(key) if live else self.cached(key)
-            d = dl.decide_workload(job, wl, self.now(), self.counting(wl))
+            counting = self.counting(wl)
+            d = dl.decide_workload(job, wl, self.now(), counting)
             if attempt:
                 log.info("deadline %s: re-read: %s; %s", key, routing.reread(wl), d.why)
             elif d.action == Action.COMMIT:
@@ -201,6 +206,7 @@ class DeadlineController:
                 self._say_once(key, d)
             if d.action == Action.WAIT:
                 self.queue.add(key, after=d.after, urgent=True)
+                self._record_take_up(key, d, job, wl, counting)
                 return False
             if d.action != Action.COMMIT:
                 return False
@@ -225,6 +231,24 @@ class DeadlineController:
         log.warning("deadline %s: still conflicting after %d attempts; will retry", key, self.conflict_retries)
         self.queue.add(key, after=0.5, urgent=True)
         return False
+
+    def _record_take_up(self, key: str, d: dl.Decision, job: dict, wl: dict, counting: dl.Counting) -> None:
+        """Record the earliest take-up known on the Workload when routing.take_up_patch says so (the timer of the
+        wait is already set: a failed write never delays the commit)."""
+        patch = routing.take_up_patch(d, job, wl, counting)
+        if patch is None:
+            return
+        wl_name, ns = wl["metadata"]["name"], wl["metadata"]["namespace"]
+        try:
+            self.workloads.put(self.k.patch(WORKLOAD, wl_name, patch, ns))
+        except NotFound:
+            return                  # the Workload is gone: nothing left to count
+        except (ApiError, Unreachable) as e:
+            log.warning("deadline %s: could not record the take-up on Workload %s (%s); will try again", key,
+                        wl_name, e)
+            return
+        log.info("deadline %s: recorded the take-up %s on Workload %s (a restart counts from it)", key,
+                 patch["metadata"]["annotations"][TAKEN_UP_ANNOTATION], wl_name)
 
     def _owner_steps(self, key: str) -> float | None:
         """Steps 2-4: mirror, arm cleanup, clean up, recover, on the cached state; every Job write is

@@ -105,7 +105,8 @@ def _deadline_or_none(job: dict) -> "datetime | Decision":
 @dataclass(frozen=True)
 class Counting:
     """How the deadline is counted for one decision: the controller's rule and outer bound (rule.py), and what it
-    knows of the Workload's requests: the requests themselves and the earliest take-up it saw before."""
+    knows of the Workload's requests: the requests themselves and the earliest take-up it saw before (the take-up
+    the Workload records counts too: rule.due reads it from the Workload)."""
     rule: R.Rule
     outer_factor: float
     provreqs: tuple[dict, ...] = ()
@@ -125,7 +126,7 @@ def decide_workload(job: dict | None, wl: dict | None, now: datetime, counting: 
     if admission_won(wl):
         return Decision(Action.NONE, f"Workload rv {rv} is Admitted: admission won, no action")
     try:
-        due = R.due(job, list(counting.provreqs), counting.seen, counting.rule, counting.outer_factor)
+        due = R.due(job, wl, list(counting.provreqs), counting.seen, counting.rule, counting.outer_factor)
     except BadDeadline as e:
         return _malformed(e)
     if due is None:

@@ -1,16 +1,18 @@
 """The admission-deadline controller's own decisions beside the protocol's (pure; the controller is controller.py):
 which Jobs an instance handles, which Job key a Workload's event concerns, what each owner step writes and which
-pause point follows it, and what the controller says about a decision.  The protocol itself (when to commit,
-mirror, arm, delete) is protocol.py."""
+pause point follows it, when it records a take-up on the Workload, and what the controller says about a decision.
+The protocol itself (when to commit, mirror, arm, delete) is protocol.py."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from k8s import workload as workloads
-from k8s.keys import DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS, MIRROR_KEYS
-from k8s.objects import annotations, meta, name_of
+from k8s.keys import (DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, DEFAULT_DEADLINE_CLASS, MIRROR_KEYS,
+                      TAKEN_UP_ANNOTATION)
+from k8s.objects import annotations, format_time, meta, name_of
 from . import protocol as dl
+from . import rule as R
 from .protocol import Action
 
 QUIET = ("no Workload yet", "nothing to mirror")     # no-op reasons not worth a log line
@@ -84,3 +86,25 @@ def owner_patch(d: dl.Decision, wl: dict | None, now: datetime, ttl: float) -> t
     if d.action == Action.UNMARK:
         return dl.unmark_patch(), None
     raise ValueError(f"{d.action} writes no patch of the owner Job")
+
+
+def take_up_patch(d: dl.Decision, job: dict, wl: dict, counting: dl.Counting) -> dict | None:
+    """The merge patch (metadata only, no resourceVersion) that records on the Workload the earliest take-up the
+    controller knows (`counting.seen`: its memory and the requests), so that a controller restarted after a retry
+    rewrote the take-up's time still counts from the first one (rule.py); None: nothing to write.  Only while
+    step 1 waits (a commit ends the count; a Workload admitted, deactivated or without a deadline needs none), only
+    under the rule taken-up, and only to move the record earlier: never when the Workload already records that
+    take-up or an earlier one, nor over a malformed record (rule.due counts that Job from submission; a time that
+    cannot be read cannot be told later or earlier).  So the record only ever moves earlier, and a reconcile
+    writes it only when it would change."""
+    if d.action != Action.WAIT or counting.seen is None:
+        return None
+    try:
+        if R.rule_of(job, counting.rule) != R.Rule.TAKEN_UP:
+            return None
+        recorded = R.recorded_take_up(wl)
+    except R.BadDeadline:
+        return None
+    if recorded is not None and recorded <= counting.seen:
+        return None
+    return {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: format_time(counting.seen, micro=True)}}}

@@ -12,11 +12,13 @@ A Job's budget is its admission-deadline annotation (a duration).  Two rules cou
   lastTransitionTime of a request's Accepted, Provisioned or Failed condition (the injector writes Accepted
   when it picks the request; a check-capacity batch writes only Provisioned; a missing pod template only
   Failed).  The autoscaler rewrites those times at every retry, so the caller remembers the earliest it saw
-  (`seen`), across the Workload's attempts too: a retry never restarts the budget.  While the Workload has a
-  request that no autoscaler has taken up, nothing but the outer bound ends the wait: the Job's
+  (`seen`), across the Workload's attempts too: a retry never restarts the budget.  The controller also records
+  that earliest take-up on the Workload (TAKEN_UP_ANNOTATION), which counts as seen too, so that a controller
+  restarted (or killed) after a retry still counts from the first take-up, not from the rewrite.  While the
+  Workload has a request that no autoscaler has taken up, nothing but the outer bound ends the wait: the Job's
   admission-max-wait annotation (at least the budget), else `outer_factor` times the budget, after submission;
-  a request no autoscaler ever takes up ends there.  A Workload with no request (waiting for quota, or a
-  MultiKueue manager's, whose requests are on its workers) keeps the old deadline.
+  a request no autoscaler ever takes up ends there.  A Workload with no request and no take-up seen (waiting for
+  quota, or a MultiKueue manager's, whose requests are on its workers) keeps the old deadline.
 - "submitted" (the old rule): from the Job's creation.
 
 The rule is the controller's (`tau-demo deadline --rule`), or the Job's own deadline-rule annotation.  Each
@@ -34,8 +36,8 @@ from typing import Iterable
 
 from k8s.duration import BadDuration, parse_duration
 from k8s.keys import (ACCEPTED, DEADLINE_ANNOTATION, DEADLINE_RULE_ANNOTATION, FAILED, MAX_WAIT_ANNOTATION,
-                      PROVISIONED)
-from k8s.objects import annotations, created_at, is_true, meta, transition_time
+                      PROVISIONED, TAKEN_UP_ANNOTATION)
+from k8s.objects import annotations, created_at, is_true, meta, parse_time, transition_time
 from k8s.provreq import attempt
 
 
@@ -129,14 +131,25 @@ def outer_of(job: dict, budget: float, factor: float) -> float:
     return seconds
 
 
-def taken_up_at(provreqs: Iterable[dict], seen: datetime | None = None) -> datetime | None:
+def taken_up_at(provreqs: Iterable[dict], *seen: datetime | None) -> datetime | None:
     """The earliest time an autoscaler took up one of the requests (the earliest lastTransitionTime of their
-    Accepted, Provisioned and Failed conditions), or `seen`, the earliest seen before, if that is earlier; None
-    while no request was taken up."""
+    Accepted, Provisioned and Failed conditions), or the earliest of `seen`, the take-ups seen before (None: none
+    seen), if that is earlier; None while no request was taken up."""
     times = [t for pr in provreqs for t in (transition_time(pr, c) for c in ANSWERS) if t is not None]
-    if seen is not None:
-        times.append(seen)
+    times += [t for t in seen if t is not None]
     return min(times, default=None)
+
+
+def recorded_take_up(wl: dict | None) -> datetime | None:
+    """The earliest take-up the Workload records (its TAKEN_UP_ANNOTATION, which the controller writes so that a
+    restart keeps it); None without it; BadDeadline when it is no RFC 3339 time."""
+    raw = annotations(wl).get(TAKEN_UP_ANNOTATION)
+    if raw is None:
+        return None
+    t = parse_time(raw)
+    if t is None:
+        raise BadDeadline(TAKEN_UP_ANNOTATION, f"{raw!r} is not an RFC 3339 time")
+    return t
 
 
 def current_request(provreqs: Iterable[dict]) -> dict | None:
@@ -160,10 +173,12 @@ def slack_of(budget: float) -> float:
     return min(TAKE_UP_SLACK, budget / 2)
 
 
-def due(job: dict, provreqs: list[dict], seen: datetime | None, default: Rule, factor: float) -> Due | None:
-    """When the Job's deadline falls under its rule, given its Workload's requests and the earliest take-up seen
-    before; None without a deadline annotation; BadDeadline for a malformed deadline or no creation time.  A
-    malformed rule or max-wait annotation counts from submission (and says so)."""
+def due(job: dict, wl: dict | None, provreqs: list[dict], seen: datetime | None, default: Rule,
+        factor: float) -> Due | None:
+    """When the Job's deadline falls under its rule, given its Workload (the take-up it records), the Workload's
+    requests and the earliest take-up seen before; None without a deadline annotation; BadDeadline for a
+    malformed deadline or no creation time.  A malformed rule, max-wait or recorded take-up counts from submission
+    (and says so)."""
     budget = budget_of(job)
     if budget is None:
         return None
@@ -175,9 +190,10 @@ def due(job: dict, provreqs: list[dict], seen: datetime | None, default: Rule, f
     try:
         rule = rule_of(job, default)
         outer = None if rule == Rule.SUBMITTED else created + timedelta(seconds=outer_of(job, budget, factor))
+        recorded = None if rule == Rule.SUBMITTED else recorded_take_up(wl)
     except BadDeadline as e:        # counted as the old rule counts, which always ends the wait
         return Due(submitted, f"deadline (from submission: malformed {e.key}: {e})", Cause(Bound.SUBMITTED, waiting))
-    taken = taken_up_at(provreqs, seen)
+    taken = taken_up_at(provreqs, seen, recorded)
     if outer is None or (taken is None and not provreqs):
         return Due(submitted, "deadline", Cause(Bound.SUBMITTED, waiting))
     if taken is not None:

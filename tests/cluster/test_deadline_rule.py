@@ -16,6 +16,11 @@ sees (the real Cluster Autoscaler takes up one request per loop).
 
 Each commit's cause (bound, what the Workload waited for) is asserted, and the protocol's invariants over every
 version the Tape saw of each Job and its Workload, cleanup included.
+
+And a restart: a deadline controller process of the test's own records the late take-up on the Workload
+(tau-demo.io/admission-taken-up), is killed with SIGKILL, the autoscaler's retry rewrites the take-up's time, and
+the controller started again commits at the first take-up + budget - slack (within COMMIT_TOLERANCE), not at the
+rewrite's, which is all its requests still show.
 """
 
 from __future__ import annotations
@@ -31,13 +36,14 @@ from demo.deadline import rule as R
 from demo.deadline.controller import DeadlineController
 from demo.deadline.invariants import History, violations
 from k8s.client import Kube
-from k8s.keys import (ACCEPTED, DEADLINE_CLASS_ANNOTATION, DEADLINE_RULE_ANNOTATION, DECISION_BOUND_ANNOTATION,
-                      DECISION_WAITING_ANNOTATION, DEMO_NAMESPACE as NS, MAX_WAIT_ANNOTATION, PARAM_STOCKOUT,
-                      SERVICE_ACCOUNTS)
-from k8s.objects import annotations, created_at, meta, owned_by, revision, transition_time
+from k8s.keys import (ACCEPTED, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEADLINE_RULE_ANNOTATION,
+                      DECISION_BOUND_ANNOTATION, DECISION_WAITING_ANNOTATION, DEMO_NAMESPACE as NS,
+                      MAX_WAIT_ANNOTATION, PARAM_STOCKOUT, SERVICE_ACCOUNTS, TAKEN_UP_ANNOTATION)
+from k8s.objects import annotations, created_at, meta, owned_by, parse_time, revision, transition_time
 from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.tape import Tape, by_revision
 from k8s.workload import committed_timeout
+from scenarios.kit.controllers import READY_LINE, start_private
 from tests.cluster.conftest import wait_for
 
 CLASS = "rule-test"          # no controller process serves this class: only the test's own instance
@@ -166,3 +172,77 @@ def test_a_gang_behind_other_requests_is_not_timed_out_a_stockout_is_and_every_w
         for name in names.values():
             clean.delete_job(name)
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Jobs and their Workloads to go")
+
+
+RESTART_CLASS = "rule-restart"   # served only by the restart test's own controller process
+RESTART_BUDGET = 30              # seconds: the restart test's deadline; its slack is 10 s (R.TAKE_UP_SLACK)
+RESTART_WINDOW = 14              # seconds after the submission without an autoscaler: the take-up comes late
+
+
+def records(tape: Tape, job_uid: str) -> list[tuple[float, str]]:
+    """Every take-up recorded on the Job's Workloads the Tape saw: (when seen, the annotation's value)."""
+    return [(t, annotations(o)[TAKEN_UP_ANNOTATION]) for t, typ, o in tape.changes
+            if kind_of(o) == "Workload" and owned_by(o, job_uid) and TAKEN_UP_ANNOTATION in annotations(o)]
+
+
+def test_a_controller_killed_after_the_take_up_keeps_its_deadline_across_the_retry(clean, k, own_fake_ca):
+    name = clean.new_name("job-rule-restart")
+    ctl = start_private(clean, DEADLINE_LEASE_PREFIX + RESTART_CLASS,
+                        ["deadline", "--class", RESTART_CLASS, "--namespace", NS, "--cleanup-ttl", f"{TTL:g}s",
+                         "--resync", "1s"], "deadline controller (restart test)")
+    slack = R.slack_of(RESTART_BUDGET)
+    try:
+        with Tape(k, [JOB, WORKLOAD, PROVREQ], NS) as tape:
+            job = clean.submit(name, GANG, duration="5s", deadline=f"{RESTART_BUDGET}s",
+                               provreq={PARAM_STOCKOUT: "true"}, annotations={DEADLINE_CLASS_ANNOTATION: RESTART_CLASS})
+            created, uid = created_at(job).timestamp(), job["metadata"]["uid"]
+            wait_for(lambda: time.time() >= created + RESTART_WINDOW, RESTART_WINDOW + 10,
+                     what="the window without an autoscaler")
+            own_fake_ca()                       # takes the request up at last, out of stock
+            recorded = wait_for(lambda: records(tape, uid), 30, what="the controller to record the take-up")
+            ctl.kill9()
+            killed_at = time.time()
+            first = parse_time(recorded[0][1])
+
+            def rewritten() -> bool:
+                wl_uids = {meta(o)["uid"] for _, typ, o in tape.changes if kind_of(o) == "Workload"
+                           and owned_by(o, uid)}
+                return any((transition_time(o, ACCEPTED) or first) > first for _, o in requests_of(tape, wl_uids))
+            wait_for(rewritten, 30, what="the autoscaler's retry to rewrite the take-up's time")
+            restarted_at = time.time()
+            ctl.start(clean.kubeconfig)         # its memory is gone; the requests show only the rewrite now
+            wait_for(lambda: ctl.log_text().count(READY_LINE) == 2, 30, what="the restarted controller's caches")
+            ready_at = time.time()
+            wait_for(lambda: first_commit(tape, uid), 60, what="the restarted controller's commit")
+            wait_for(lambda: not k.get_or_none(JOB, name, NS), 60, what="the restarted controller's cleanup")
+            time.sleep(1.0)                     # the Tape sees the deletion
+
+        wl_uids = {meta(o)["uid"] for _, typ, o in tape.changes if kind_of(o) == "Workload" and owned_by(o, uid)}
+        taken = [(t, o) for t, o in requests_of(tape, wl_uids) if transition_time(o, ACCEPTED)]
+        take_up = transition_time(taken[0][1], ACCEPTED)
+        # the record is the first take-up, late (past the slack), written before the kill and never moved
+        assert first == take_up, f"recorded {recorded[0][1]}, the first take-up was {take_up}"
+        assert take_up.timestamp() - created > slack, "the take-up was not late: the restart could not move it"
+        assert recorded[0][0] < killed_at
+        assert {v for _, v in records(tape, uid)} == {recorded[0][1]}, "the record changed"
+        # the retry rewrote Accepted before the restart: what the requests showed the restarted controller was later
+        rewrites = sorted({transition_time(o, ACCEPTED) for t, o in taken if t < restarted_at} - {take_up})
+        assert rewrites and min(rewrites) > take_up, rewrites
+        # the deadline is the first take-up's, not the rewrite's; the restart came before it
+        due = take_up.timestamp() + RESTART_BUDGET - slack
+        from_rewrite = min(rewrites).timestamp() + RESTART_BUDGET - slack
+        assert from_rewrite > due + dl.COMMIT_TOLERANCE, "the rewrite's deadline would fall within the tolerance"
+        assert ready_at < due, f"the controller was ready {ready_at - due:.2f}s after the deadline"
+        t_commit, wl = first_commit(tape, uid)
+        assert 0 <= t_commit - due <= dl.COMMIT_TOLERANCE, \
+            f"committed {t_commit - take_up.timestamp():.2f}s after the first take-up (bound {due - take_up.timestamp():g}s)"
+        assert (annotations(wl)[DECISION_BOUND_ANNOTATION], annotations(wl)[DECISION_WAITING_ANNOTATION]) \
+            == ("taken-up", "capacity"), annotations(wl)
+        h = history(tape, name, uid)
+        assert violations(h, expect_deleted=True) == [], violations(h, expect_deleted=True)
+    finally:
+        ctl.stop()
+        if ctl in clean.started:
+            clean.started.remove(ctl)
+        clean.delete_job(name)
+        wait_for(lambda: not clean.leftovers(), 120, what="the test's Job and its Workload to go")

@@ -4,12 +4,14 @@ writes and the pause point after it, and what the controller logs about a decisi
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import copy
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from demo.deadline import protocol as dl
 from demo.deadline import routing
+from demo.deadline import rule as R
 from demo.deadline.protocol import Action, Decision
 from k8s.keys import (CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION,
                       TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
@@ -114,3 +116,101 @@ def test_each_owner_step_writes_its_patch_and_reaches_its_pause_point():
 def test_a_decision_that_is_no_owner_patch_is_refused(action):
     with pytest.raises(ValueError, match=f"^{action} writes no patch of the owner Job$"):
         routing.owner_patch(Decision(action, "x"), {"metadata": {"name": WL_NAME}}, NOW, 30.0)
+
+
+# ---------------------------------------------------------------------------- the take-up recorded on the Workload
+
+TAKEN_UP = "tau-demo.io/admission-taken-up"
+RULE = "tau-demo.io/deadline-rule"
+WAIT = Decision(Action.WAIT, "deadline (67s later for the wait to be taken up) in 7.0s", after=7.0)
+T77 = datetime(2026, 11, 29, 12, 1, 17, 250000, tzinfo=timezone.utc)     # the earliest take-up the controller knows
+
+
+def recording(value: str | None = None, **ann: str) -> dict:
+    """The Workload (quota reserved, its check pending), recording the take-up `value` (None: none)."""
+    return workload_with({} if value is None else {TAKEN_UP: value}, **ann)
+
+
+def workload_with(record: dict, **ann: str) -> dict:
+    wl = copy.deepcopy(PENDING)
+    wl["metadata"]["annotations"].update(record, **ann)
+    return wl
+
+
+def knowing(seen: datetime | None, rule: R.Rule = R.Rule.TAKEN_UP) -> dl.Counting:
+    return dl.Counting(rule, 4.0, (), seen)
+
+
+def record_of(t: str) -> dict:
+    return {"metadata": {"annotations": {TAKEN_UP: t}}}
+
+
+@pytest.mark.parametrize("record", [None, "2026-11-29T12:01:18Z", "2026-11-29T12:01:17.250001Z"],
+                         ids=["none", "a-second-later", "a-microsecond-later"])
+def test_the_take_up_known_is_recorded_when_the_workload_records_none_or_a_later_one(record):
+    assert routing.take_up_patch(WAIT, deadline_job(), recording(record), knowing(T77)) == \
+        record_of("2026-11-29T12:01:17.250000Z")
+
+
+@pytest.mark.parametrize("record", ["2026-11-29T12:01:17.250000Z", "2026-11-29T12:01:17.25+00:00",
+                                    "2026-11-29T12:01:17Z", "2026-11-29T12:00:05Z"],
+                         ids=["the-same", "the-same-written-otherwise", "a-quarter-second-earlier", "earlier"])
+def test_a_record_as_early_or_earlier_is_never_moved_later(record):
+    assert routing.take_up_patch(WAIT, deadline_job(), recording(record), knowing(T77)) is None
+
+
+def test_a_malformed_record_is_left_as_it_is():
+    # it cannot be told earlier or later; rule.due counts the Job from submission and says why
+    for record in ("soon", "", "77"):
+        assert routing.take_up_patch(WAIT, deadline_job(), recording(record), knowing(T77)) is None
+
+
+def test_nothing_is_recorded_while_no_take_up_is_known():
+    assert routing.take_up_patch(WAIT, deadline_job(), recording(), knowing(None)) is None
+    assert routing.take_up_patch(WAIT, deadline_job(), recording("2026-11-29T12:01:18Z"), knowing(None)) is None
+
+
+@pytest.mark.parametrize("d", [
+    Decision(Action.COMMIT, "deadline passed 0.0s ago; committing timeout", resource_version="200"),
+    Decision(Action.NONE, "Workload rv 200 is Admitted: admission won, no action"),
+    Decision(Action.NONE, "no admission deadline"),
+], ids=["commit", "admitted", "no-deadline"])
+def test_only_a_wait_records_the_take_up(d):
+    # a commit ends the count; an admitted Workload or a Job without a deadline has none to keep
+    assert routing.take_up_patch(d, deadline_job(), recording(), knowing(T77)) is None
+
+
+@pytest.mark.parametrize("ann, rule, recorded", [
+    ({}, R.Rule.TAKEN_UP, True),
+    ({}, R.Rule.SUBMITTED, False),                             # the old rule counts no take-up
+    ({RULE: "taken-up"}, R.Rule.SUBMITTED, True),             # the Job's own rule beats the controller's
+    ({RULE: "submitted"}, R.Rule.TAKEN_UP, False),
+    ({RULE: "fifo"}, R.Rule.TAKEN_UP, False),                 # a malformed rule: counted from submission
+], ids=["taken-up", "submitted", "job-says-taken-up", "job-says-submitted", "job-rule-malformed"])
+def test_only_the_rule_taken_up_records_the_take_up(ann, rule, recorded):
+    patch = routing.take_up_patch(WAIT, deadline_job(**ann), recording(), knowing(T77, rule))
+    assert patch == (record_of("2026-11-29T12:01:17.250000Z") if recorded else None)
+
+
+def test_the_record_read_back_is_the_take_up_written():
+    patch = routing.take_up_patch(WAIT, deadline_job(), recording(), knowing(T77))
+    assert R.recorded_take_up(workload_with(patch["metadata"]["annotations"])) == T77
+
+
+def test_the_record_only_moves_earlier_and_is_written_only_when_it_changes():
+    # reconciles one after the other, each knowing a take-up (a controller's memory and the requests; one restarted
+    # after a retry rewrote the time knows a later one): the record is the earliest known so far, written only when
+    # that changes
+    base = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+    wl, writes = recording(), []
+    for sec in (50, 50, 60, 40, 45, 40, 30, 30, 75):
+        patch = routing.take_up_patch(WAIT, deadline_job(), wl, knowing(base + timedelta(seconds=sec)))
+        if patch is not None:
+            writes.append(sec)
+            wl = workload_with(patch["metadata"]["annotations"])
+        assert R.recorded_take_up(wl) == base + timedelta(seconds=min(writes))
+    assert writes == [50, 40, 30]
+
+
+def deadline_job(**ann: str) -> dict:
+    return job(**{DEADLINE_ANNOTATION: "60s", **ann})

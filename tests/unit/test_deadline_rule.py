@@ -18,6 +18,7 @@ from tests.unit import k8s_objects as K
 DEADLINE = "tau-demo.io/admission-deadline"
 RULE = "tau-demo.io/deadline-rule"
 MAX_WAIT = "tau-demo.io/admission-max-wait"
+TAKEN_UP = "tau-demo.io/admission-taken-up"       # on the Workload: the earliest take-up the controller saw
 T0 = datetime(2025, 6, 1, 10, 0, 0, tzinfo=timezone.utc)        # the Job's creationTimestamp, K.ts(0)
 NOT_A_DURATION = "is not a duration (examples: 90s, 5m, 1h30m)"
 
@@ -117,10 +118,17 @@ def test_a_request_is_taken_up_when_an_autoscaler_first_wrote_one_of_its_answers
 
 def test_the_earliest_take_up_counts_over_retries_and_attempts():
     # the autoscaler rewrites Accepted at every retry: what was seen before is earlier, and is kept
-    assert R.taken_up_at([taken(30)], seen=at(8)) == at(8)
-    assert R.taken_up_at([taken(30)], seen=at(50)) == at(30)
-    assert R.taken_up_at([], seen=at(8)) == at(8)
+    assert R.taken_up_at([taken(30)], at(8)) == at(8)
+    assert R.taken_up_at([taken(30)], at(50)) == at(30)
+    assert R.taken_up_at([], at(8)) == at(8)
     assert R.taken_up_at([taken(40, 2), taken(12, 1)]) == at(12)
+    # more than one earlier sighting (the controller's memory, the Workload's record): the earliest of all
+    assert R.taken_up_at([taken(30)], at(20), at(9)) == at(9)
+    assert R.taken_up_at([taken(30)], at(9), at(20)) == at(9)
+    assert R.taken_up_at([taken(30)], None, at(9)) == at(9)
+    assert R.taken_up_at([taken(30)], at(9), None) == at(9)
+    assert R.taken_up_at([taken(5)], at(9), at(20)) == at(5)
+    assert R.taken_up_at([], None, None) is None
 
 
 def created(pr: dict, sec: int, name: str | None = None) -> dict:
@@ -169,8 +177,9 @@ def test_the_slack_is_one_scan_interval_or_half_the_budget():
 # ---------------------------------------------------------------------------- when it falls
 
 def due(j: dict, provreqs: list[dict], seen: datetime | None = None, rule: Rule = Rule.TAKEN_UP,
-        factor: float = 4.0) -> R.Due | None:
-    return R.due(j, provreqs, seen, rule, factor)
+        factor: float = 4.0, wl: dict | None = None) -> R.Due | None:
+    """R.due on a Workload that records no take-up (unless `wl` is given)."""
+    return R.due(j, K.workload() if wl is None else wl, provreqs, seen, rule, factor)
 
 
 @pytest.mark.parametrize("j, provreqs, seen, rule, expected", [
@@ -245,6 +254,66 @@ def test_no_deadline_or_a_malformed_one():
         at(40), "deadline", Cause(Bound.SUBMITTED, Waiting.AUTOSCALER))            # the old rule reads no max-wait
 
 
+# ---------------------------------------------------------------------------- the take-up the Workload records
+
+def recording(value: str | None) -> dict:
+    """The Workload, recording the take-up `value` (None: recording none)."""
+    return K.workload(annotations={} if value is None else {TAKEN_UP: value})
+
+
+def test_the_recorded_take_up_is_the_workloads_annotation_read_as_a_time():
+    assert R.recorded_take_up(recording(None)) is None
+    assert R.recorded_take_up(None) is None
+    assert R.recorded_take_up(recording(K.ts(77))) == at(77)                      # seconds, as conditions have them
+    assert R.recorded_take_up(recording("2025-06-01T10:01:17.250000Z")) == at(77.25)    # the controller's micro
+    assert R.recorded_take_up(recording("2025-06-01T10:01:17")) == at(77)         # no zone: UTC, as parse_time
+
+
+@pytest.mark.parametrize("value", ["soon", "", "77", "2025-13-01T10:01:17Z"])
+def test_a_malformed_recorded_take_up_names_its_annotation_and_what_is_wrong(value):
+    with pytest.raises(R.BadDeadline) as e:
+        R.recorded_take_up(recording(value))
+    assert (e.value.key, str(e.value)) == (TAKEN_UP, f"{value!r} is not an RFC 3339 time")
+
+
+LATE_77 = R.Due(at(107), "deadline (67s later for the wait to be taken up)", Cause(Bound.TAKEN_UP, Waiting.CAPACITY))
+
+
+@pytest.mark.parametrize("provreqs, seen, record, rule, expected", [
+    # a restarted controller: its memory empty, the request's time rewritten by a retry (90 s); the record keeps 77 s
+    ([taken(90)], None, K.ts(77), Rule.TAKEN_UP, LATE_77),
+    ([taken(90)], at(90), K.ts(77), Rule.TAKEN_UP, LATE_77),
+    # the earliest of the three counts, whichever it is
+    ([taken(77)], None, K.ts(90), Rule.TAKEN_UP, LATE_77),
+    ([taken(95)], at(77), K.ts(90), Rule.TAKEN_UP, LATE_77),
+    # Kueue's next attempt, not taken up yet, or none at the moment: the record still counts
+    ([waiting(2)], None, K.ts(77), Rule.TAKEN_UP,
+     R.Due(at(107), "deadline (67s later for the wait to be taken up)", Cause(Bound.TAKEN_UP, Waiting.AUTOSCALER))),
+    ([], None, K.ts(77), Rule.TAKEN_UP,
+     R.Due(at(107), "deadline (67s later for the wait to be taken up)", Cause(Bound.TAKEN_UP, Waiting.QUOTA))),
+    # a prompt take-up recorded: the old deadline; a late one never past the outer bound
+    ([taken(90)], None, K.ts(5), Rule.TAKEN_UP, R.Due(at(40), "deadline", Cause(Bound.TAKEN_UP, Waiting.CAPACITY))),
+    ([taken(140)], None, K.ts(130), Rule.TAKEN_UP,
+     R.Due(at(160), "outer bound (160s after submission)", Cause(Bound.OUTER, Waiting.CAPACITY))),
+    # a malformed record: counted from submission, as a malformed rule or max-wait, and said
+    ([taken(90)], at(77), "soon", Rule.TAKEN_UP,
+     R.Due(at(40), f"deadline (from submission: malformed {TAKEN_UP}: 'soon' is not an RFC 3339 time)",
+           Cause(Bound.SUBMITTED, Waiting.CAPACITY))),
+    # the old rule reads no record, well-formed or not
+    ([taken(90)], None, K.ts(77), Rule.SUBMITTED, R.Due(at(40), "deadline", Cause(Bound.SUBMITTED, Waiting.CAPACITY))),
+    ([taken(90)], None, "soon", Rule.SUBMITTED, R.Due(at(40), "deadline", Cause(Bound.SUBMITTED, Waiting.CAPACITY))),
+], ids=["restarted", "restarted-remembering-the-rewrite", "request-earliest", "memory-earliest", "retry-waiting",
+        "between-attempts", "prompt", "past-the-outer-bound", "malformed", "submitted", "submitted-malformed"])
+def test_the_recorded_take_up_counts_as_seen(provreqs, seen, record, rule, expected):
+    assert due(job(), provreqs, seen, rule, wl=recording(record)) == expected
+
+
+def test_without_the_record_a_restart_after_a_retry_counts_from_the_rewrite():
+    # what the record prevents: the same restarted controller on a Workload that records nothing
+    assert due(job(), [taken(90)], at(90), wl=recording(None)) == R.Due(
+        at(120), "deadline (80s later for the wait to be taken up)", Cause(Bound.TAKEN_UP, Waiting.CAPACITY))
+
+
 # ---------------------------------------------------------------------------- the protocol's step 1 under each rule
 
 RESERVED = K.workload([K.cond("QuotaReserved", "True", "QuotaReserved", at=1)])
@@ -282,6 +351,22 @@ def test_the_take_up_seen_before_counts_in_the_decision():
     retry = counting(Rule.TAKEN_UP, waiting(2), seen=at(77))
     assert dl.decide_workload(job(), RESERVED, at(100), retry) == dl.Decision(
         dl.Action.WAIT, "deadline (67s later for the wait to be taken up) in 7.0s", after=7.0)
+
+
+def test_a_restarted_controller_commits_at_the_deadline_the_record_keeps():
+    # its memory is gone; the retry rewrote the request's take-up to 90 s, which is all it remembers now (controller
+    # counting(): memory and requests); the Workload records 77 s: the deadline stays at 107 s, not 120 s
+    restarted = counting(Rule.TAKEN_UP, taken(90), seen=at(90))
+    recorded = K.workload([K.cond("QuotaReserved", "True", "QuotaReserved", at=1)], annotations={TAKEN_UP: K.ts(77)})
+    rv = recorded["metadata"]["resourceVersion"]
+    assert dl.decide_workload(job(), recorded, at(100), restarted) == dl.Decision(
+        dl.Action.WAIT, "deadline (67s later for the wait to be taken up) in 7.0s", after=7.0)
+    assert dl.decide_workload(job(), recorded, at(107), restarted) == dl.Decision(
+        dl.Action.COMMIT, f"deadline (67s later for the wait to be taken up) passed 0.0s ago; Workload rv {rv} not "
+                          "admitted; committing timeout", resource_version=rv,
+        cause=Cause(Bound.TAKEN_UP, Waiting.CAPACITY))
+    assert dl.decide_workload(job(), RESERVED, at(107), restarted) == dl.Decision(       # without the record
+        dl.Action.WAIT, "deadline (80s later for the wait to be taken up) in 13.0s", after=13.0)
 
 
 def test_the_submission_deadline_of_a_job_without_creation_time_names_its_annotation():
