@@ -228,9 +228,18 @@ def without_check(objects: list[dict]) -> list[dict]:
     return out
 
 
-def summary(p: Plan) -> list[str]:
+def as_run(spec: dict, autoscaler: str) -> dict:
+    """A run's fleet (results.json's spec) as its nodes had it: the real autoscaler's kwok nodes are Ready at once
+    whatever --boot said (the boot is the fake's), so a real run's boot is 0.  Two runs are of the same fleet when
+    these are equal: a real run of boot 15 s is not the same fleet as a fake one of boot 15 s."""
+    return {**spec, "boot": 0.0} if autoscaler == "real" else dict(spec)
+
+
+def summary(p: Plan, autoscaler: str = "fake") -> list[str]:
     """What the fleet is, in a few lines (before it runs)."""
     s = p.spec
+    boots = (f"nodes Ready at once (the real autoscaler's kwok nodes; --boot {s.boot:g}s is the fake's)"
+             if autoscaler == "real" else f"nodes boot in {s.boot:g}s")
     mix = {}
     for g in p.gangs:
         mix[str(g.gang)] = mix.get(str(g.gang), 0) + 1
@@ -241,5 +250,5 @@ def summary(p: Plan) -> list[str]:
             f"{s.queues} ClusterQueues in cohort {COHORT} (GPU quota {', '.join(map(str, p.gpu_quota))}), "
             f"{s.pools} pools of {NODE_GPUS}-GPU nodes (maxNodes {', '.join(map(str, p.pool_max))}"
             + (f"; out of stock: {', '.join(pool_name(j) for j in s.stockout)}" if s.stockout else "") + ")",
-            f"each pod runs {s.run:g}s; nodes boot in {s.boot:g}s; "
+            f"each pod runs {s.run:g}s; {boots}; "
             + (f"admission deadline {s.deadline:g}s" if s.deadline else "no admission deadline")]

@@ -692,3 +692,26 @@ def test_fleet_commands_on_a_cluster_that_does_not_answer_say_so(closed_port_kub
     assert r.exit_code == 1 and "the cluster does not answer" in r.output, r.output
     r = run("fleet", "clean", "--kubeconfig", "/nonexistent/kubeconfig")
     assert r.exit_code == 1 and "tau-demo fleet clean: cannot load kubeconfig" in r.output, r.output
+
+
+def test_fleet_pace_refuses_runs_that_are_not_a_real_and_a_fake_run_of_the_same_fleet(tmp_path):
+    """The real autoscaler's kwok nodes are Ready at once: its fake is the one run with --boot 0s."""
+    spec = {"gangs": 2, "boot": 15.0, "run": 20.0}
+    phases = [{"name": "Provisioned", "count": 2, "p50": 10.0, "p95": 20.0, "p99": 20.0}]
+
+    def results(name, autoscaler, **more):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "results.json").write_text(json.dumps({"autoscaler": autoscaler, "gangs": 2, "drain_rate": 1.0,
+                                                    "phases": phases, "spec": {**spec, **more}}))
+        return str(d)
+
+    real, fake15, fake0 = results("real", "real"), results("fake15", "fake"), results("fake0", "fake", boot=0.0)
+    r = run("fleet", "pace", real, fake15)
+    assert r.exit_code == 1 and "not runs of the same fleet" in r.output and "--boot 0s" in r.output, r.output
+    r = run("fleet", "pace", fake0, real)
+    assert r.exit_code == 1 and "not a real and a fake run" in r.output, r.output
+    r = run("fleet", "pace", real, fake0)
+    assert r.exit_code == 0 and "| yes |" in r.output, r.output
+    r = run("fleet", "pace", real)
+    assert r.exit_code == 1 and "give the runs in pairs" in r.output, r.output

@@ -11,7 +11,7 @@ import pytest
 
 from demo.jobs.preflight import Gang
 from fleet import events
-from fleet.spec import (FleetError, FleetSpec, GangPlan, Plan, arrivals, parse_shapes, plan, pools_document,
+from fleet.spec import (FleetError, as_run, FleetSpec, GangPlan, Plan, arrivals, parse_shapes, plan, pools_document,
                         refusals, summary, taucluster, validate, without_check)
 
 
@@ -205,6 +205,18 @@ def test_the_summary_to_the_letter():
         "2 gangs (1 × 1x8, 1 × 3x2; 4 pods, 14 GPUs), submitted all at once",
         "2 ClusterQueues in cohort fleet (GPU quota 6, 8), 2 pools of 8-GPU nodes (maxNodes 3, 1)",
         "each pod runs 1.25s; nodes boot in 15s; admission deadline 0.5s"]
+    assert summary(odd, "real")[2] == ("each pod runs 1.25s; nodes Ready at once (the real autoscaler's kwok nodes; "
+                                       "--boot 15s is the fake's); admission deadline 0.5s")
+    assert summary(odd, "fake") == summary(odd)
+
+
+def test_a_real_run_s_nodes_boot_at_once_so_it_matches_a_fake_run_of_boot_0():
+    spec = {"gangs": 25, "boot": 15.0, "run": 20.0}
+    assert as_run(spec, "real") == {"gangs": 25, "boot": 0.0, "run": 20.0}
+    assert as_run(spec, "fake") == spec and as_run(spec, "fake") is not spec
+    assert spec == {"gangs": 25, "boot": 15.0, "run": 20.0}          # the caller's spec is not changed
+    assert as_run(spec, "real") == as_run({**spec, "boot": 0.0}, "fake")
+    assert as_run(spec, "real") != as_run(spec, "fake")
 
 
 # ---------------------------------------------------------------------------- a record of every kind
