@@ -18,6 +18,7 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 from k8s import heartbeat
 from k8s.client import Kube
@@ -63,6 +64,7 @@ class FakeCA:
         self._status_written = 0.0
         self._parsed: dict[str, tuple[tuple, Request]] = {}
         self._made = self._deleted = self._marked = 0      # the loop under way's node writes (--pace)
+        self._last_scale_up: datetime | None = None        # when a scale-up last made nodes (scale-down's cooldown)
 
     # ------------------------------------------------------------------ start-up checks
     def check_demo_cluster(self) -> None:
@@ -241,6 +243,7 @@ class FakeCA:
             with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CREATES, up.count)) as pool_:
                 list(pool_.map(make, names, up.domains))
         if not errors:
+            self._last_scale_up = self.now()
             return sorted(created), ""
         log.warning("provreq %s: %d of %d node creates failed (%s); deleting %s so the scale-up stays atomic",
                     key, len(errors), up.count, "; ".join(errors), ", ".join(created) or "nothing")
@@ -266,8 +269,10 @@ class FakeCA:
                                         vm.snapshot_nodes(c.nodes), c.pods)
         now = self.now()
         nodes, pods = c.nodes, c.pods
+        cooldown = self._last_scale_up is not None and \
+            (now - self._last_scale_up).total_seconds() < self.opts.scale_down_delay_after_add
         plan = scaledown.scale_down(nodes, pods, by_uid, self.pools, now, self.opts.scale_down_unneeded, booked,
-                                    self.opts.node_delete_delay_after_taint)
+                                    self.opts.node_delete_delay_after_taint, cooldown)
         for n in plan.mark:
             self._patch_node(n, {UNNEEDED_ANNOTATION: format_time(now)})
         for n in plan.clear:

@@ -73,6 +73,10 @@ class Options:
     max_node_group_backoff: float = setting(300.0, "cap of that backoff", real="30m, --max-node-group-backoff-duration")
     scale_down_unneeded: float = setting(10.0, "delete a node after it has been unneeded this long",
                                          real="10m, --scale-down-unneeded-time")
+    scale_down_delay_after_add: float = setting(
+        0.0, "no deletion starts until this long after the last scale-up (the unneeded timers still run); the "
+             "fleet runs the fake with 20s, as `tau-demo real-ca` runs the real one",
+        real="10m, --scale-down-delay-after-add")
     node_delete_delay_after_taint: float = setting(
         5.0, "a node to delete is first tainted ToBeDeletedByClusterAutoscaler and deleted this much later",
         real="5s, --node-delete-delay-after-taint")

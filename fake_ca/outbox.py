@@ -107,9 +107,9 @@ def options_line(o: lifecycle.Options) -> str:
     """The start-up line: the settings that shape the loop, and whether ValidUntilSeconds is honoured."""
     return ("fake-ca: one ProvisioningRequest per loop, loops %.1fs apart when idle (--scan-interval); "
             "request backoff %.0f..%.0fs, node-group backoff %.0f..%.0fs, max node provision time %.0fs, "
-            "booking %.0fs, scale-down after %.0fs unneeded, requests deleted %.0fs after Provisioned/Failed; "
-            "ValidUntilSeconds %s; %s") % (
+            "booking %.0fs, scale-down after %.0fs unneeded and %.0fs after a scale-up, requests deleted %.0fs after "
+            "Provisioned/Failed; ValidUntilSeconds %s; %s") % (
         o.scan_interval, o.initial_backoff, o.max_backoff, o.initial_node_group_backoff, o.max_node_group_backoff,
-        o.max_node_provision_time, o.booking, o.scale_down_unneeded, o.terminal_ttl,
+        o.max_node_provision_time, o.booking, o.scale_down_unneeded, o.scale_down_delay_after_add, o.terminal_ttl,
         "HONOURED (differs from the real CA)" if o.honor_valid_until else "ignored (like the real CA)",
         "loops paced as the real CA's (--pace)" if o.pace else "loops NOT paced as the real CA's (--no-pace)")

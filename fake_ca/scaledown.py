@@ -58,7 +58,8 @@ def _busy(node_name: str, pods: list[dict]) -> bool:
 
 def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
                now: datetime, unneeded_seconds: float,
-               booked: Callable[[], set[str]] = frozenset, delete_delay: float = 0.0) -> ScaleDown:
+               booked: Callable[[], set[str]] = frozenset, delete_delay: float = 0.0,
+               cooldown: bool = False) -> ScaleDown:
     """Nodes this fake created are kept while their request's booking lasts (or while it is
     still being provisioned), and while booked pods of any request occupy them (`booked()`:
     planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot; asked
@@ -67,7 +68,9 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
     (core/scaledown/unneeded: since + unneeded time Before now), never below the pool's min: like the real
     actuator, with `delete_delay` (--node-delete-delay-after-taint) first tainted ToBeDeletedByClusterAutoscaler
     and deleted once tainted that long.  Nodes still booting are not candidates: --max-node-provision-time
-    deals with them."""
+    deals with them.  In `cooldown` (--scale-down-delay-after-add after a scale-up: core/static_autoscaler.go
+    isScaleDownInCooldown) no deletion starts: the unneeded timers still run and a deletion already started (its
+    node tainted) goes on, as the real actuator's does."""
     out = ScaleDown()
     occupied: set[str] | None = None
     size: dict[str, int] = {}
@@ -103,6 +106,8 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
                 continue
             if p:
                 size[p.name] -= 1
+            if cooldown and tainted is None:
+                continue
             if delete_delay > 0 and tainted is None:
                 out.taint.append(name)
             elif tainted is None or tainted >= delete_delay:

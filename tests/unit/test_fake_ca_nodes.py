@@ -253,6 +253,25 @@ def test_with_a_delay_after_the_taint_a_node_is_first_tainted_then_deleted_once_
         clear=["n1"], untaint=["n1"])
 
 
+def test_in_the_cooldown_after_a_scale_up_no_deletion_starts_but_timers_run_and_started_ones_go_on():
+    """--scale-down-delay-after-add: core/static_autoscaler.go isScaleDownInCooldown skips TryToScaleDown, while
+    the unneeded nodes are still computed; the actuator's deletions already under way finish."""
+    by_uid: dict = {}
+
+    def go(nodes, seconds, delay=5.0, pods=()):
+        return scaledown.scale_down(list(nodes), list(pods), by_uid, POOLS, at(seconds), 10, frozenset, delay, True)
+    assert go([idle("n1")], 0) == ScaleDown(mark=["n1"])                             # the timer starts
+    assert go([idle("n1", since=0)], 11) == ScaleDown()                              # no taint
+    assert go([idle("n1", since=0)], 11, delay=0) == ScaleDown()                     # no delete
+    t = str(int(at(11).timestamp()))
+    assert go([tainted(idle("n1", since=0), t)], 16).delete == ["n1"]               # a started deletion goes on
+    assert go([tainted(idle("n1", since=0), t)], 16, pods=[job_pod("n1")]) == ScaleDown(clear=["n1"], untaint=["n1"])
+    assert go([idle("n1", since=0), idle("n2", since=0)], 11, delay=0) == ScaleDown()
+    # out of the cooldown the same nodes go
+    assert scaledown.scale_down([idle("n1", since=0)], [], by_uid, POOLS, at(11), 10, frozenset, 0.0,
+                                False).delete == ["n1"]
+
+
 def test_tainted_for():
     n = idle("n1")
     assert scaledown.tainted_for(n, at(10)) is None

@@ -180,7 +180,9 @@ def test_the_start_up_line_says_every_setting_and_whether_valid_until_is_honoure
         f"request backoff {o.initial_backoff:.0f}..{o.max_backoff:.0f}s, node-group backoff "
         f"{o.initial_node_group_backoff:.0f}..{o.max_node_group_backoff:.0f}s, max node provision time "
         f"{o.max_node_provision_time:.0f}s, booking {o.booking:.0f}s, scale-down after {o.scale_down_unneeded:.0f}s "
-        f"unneeded, requests deleted {o.terminal_ttl:.0f}s after Provisioned/Failed; ValidUntilSeconds ignored "
-        "(like the real CA); loops paced as the real CA's (--pace)")
+        f"unneeded and 0s after a scale-up, requests deleted {o.terminal_ttl:.0f}s after Provisioned/Failed; "
+        "ValidUntilSeconds ignored (like the real CA); loops paced as the real CA's (--pace)")
+    assert "scale-down after 10s unneeded and 20s after a scale-up" in outbox.options_line(
+        dataclasses.replace(o, scale_down_delay_after_add=20.0))
     assert outbox.options_line(dataclasses.replace(o, honor_valid_until=True, pace=False)).endswith(
         "ValidUntilSeconds HONOURED (differs from the real CA); loops NOT paced as the real CA's (--no-pace)")
