@@ -50,6 +50,10 @@ OFF = LoopModel()
 # on what is left: 0.34 s per soft taint written and 0.29 s per node removed.  Its writes go at client-go's default 5 a
 # second (every loop's time is a multiple of 0.2 s); not measurably more per node made, node, pod or request.
 MODEL = LoopModel(base=0.80, per_marked=0.34, per_deleted=0.29)
+# The real autoscaler writes at most this many soft taints in one loop (--max-bulk-soft-taint-count, 10 by default;
+# core/scaledown/actuation/softtaint.go's budget), so a loop pays for at most this many marks: the fake marks every
+# node that became unneeded or needed again at once (its unneeded-since annotation).
+SOFT_TAINT_BUDGET = 10
 
 
 def loop_seconds(model: LoopModel, loop: Loop) -> float:
@@ -67,12 +71,13 @@ def rest(model: LoopModel, loop: Loop, spent: float) -> float:
 def looked_at(nodes: list[dict], pods: list[dict], requests: list[dict], made: int = 0, deleted: int = 0,
               marked: int = 0) -> Loop:
     """A loop: the nodes, the pods not finished, the requests not yet answered (neither Provisioned nor Failed True)
-    it looked at, and the nodes it made, deleted and marked (unneeded, or needed again)."""
+    it looked at, and the nodes it made, deleted and marked (unneeded, or needed again: at most SOFT_TAINT_BUDGET count,
+    as the real one writes no more soft taints in a loop)."""
     live = sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
     waiting = sum(1 for r in requests if not any(
         c.get("type") in ("Provisioned", "Failed") and c.get("status") == "True"
         for c in (r.get("status") or {}).get("conditions") or []))
-    return Loop(len(nodes), live, waiting, made, deleted, marked)
+    return Loop(len(nodes), live, waiting, made, deleted, min(marked, SOFT_TAINT_BUDGET))
 
 
 def fit_model(samples: list[tuple[Loop, float, float]], fields: tuple[str, ...] = FIELDS) -> LoopModel:

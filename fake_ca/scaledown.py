@@ -15,6 +15,11 @@ from .nodes import booting
 from k8s.pools import Pool, pool_of_node
 
 
+# The real CA's --max-scale-down-parallelism (10): nodes it deletes at once, those under way included
+# (core/scaledown/budgets/budgets.go CropNodes).
+SCALE_DOWN_PARALLELISM = 10
+
+
 def unneeded_for(node: dict, now: datetime) -> float | None:
     """Seconds since the node's scale-down timer started, None when it is not running."""
     return seconds_since(parse_time(annotations(node).get(UNNEEDED_ANNOTATION)), now)
@@ -59,7 +64,7 @@ def _busy(node_name: str, pods: list[dict]) -> bool:
 def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], pools: list[Pool],
                now: datetime, unneeded_seconds: float,
                booked: Callable[[], set[str]] = frozenset, delete_delay: float = 0.0,
-               cooldown: bool = False) -> ScaleDown:
+               cooldown: bool = False, parallelism: int = SCALE_DOWN_PARALLELISM) -> ScaleDown:
     """Nodes this fake created are kept while their request's booking lasts (or while it is
     still being provisioned), and while booked pods of any request occupy them (`booked()`:
     planner.booked_nodes, as the real scale-down planner sees booked pods in its snapshot; asked
@@ -70,7 +75,8 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
     and deleted once tainted that long.  Nodes still booting are not candidates: --max-node-provision-time
     deals with them.  In `cooldown` (--scale-down-delay-after-add after a scale-up: core/static_autoscaler.go
     isScaleDownInCooldown) no deletion starts: the unneeded timers still run and a deletion already started (its
-    node tainted) goes on, as the real actuator's does."""
+    node tainted) goes on, as the real actuator's does.  At most `parallelism` deletions are under way at once
+    (those started before, their nodes tainted, count): the rest wait for a later loop."""
     out = ScaleDown()
     occupied: set[str] | None = None
     size: dict[str, int] = {}
@@ -80,6 +86,7 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         p = pool_of_node(n, pools)
         if p:
             size[p.name] = size.get(p.name, 0) + 1
+    budget = parallelism - sum(1 for n in managed if tainted_for(n, now) is not None)
     for n in sorted(managed, key=lambda n: n["metadata"]["name"]):
         name = n["metadata"]["name"]
         ann = annotations(n)
@@ -104,11 +111,14 @@ def scale_down(nodes: list[dict], pods: list[dict], provreqs: dict[str, dict], p
         if since > unneeded_seconds:
             if p and size[p.name] <= p.min_nodes:
                 continue
+            starts = tainted is None
+            if starts and (cooldown or budget <= 0):
+                continue
             if p:
                 size[p.name] -= 1
-            if cooldown and tainted is None:
-                continue
-            if delete_delay > 0 and tainted is None:
+            if starts:
+                budget -= 1
+            if delete_delay > 0 and starts:
                 out.taint.append(name)
             elif tainted is None or tainted >= delete_delay:
                 out.delete.append(name)

@@ -4,6 +4,8 @@ why), and the status ConfigMap exactly as the real autoscaler's fields name it."
 
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 
 import yaml
@@ -270,6 +272,36 @@ def test_in_the_cooldown_after_a_scale_up_no_deletion_starts_but_timers_run_and_
     # out of the cooldown the same nodes go
     assert scaledown.scale_down([idle("n1", since=0)], [], by_uid, POOLS, at(11), 10, frozenset, 0.0,
                                 False).delete == ["n1"]
+
+
+def test_no_more_deletions_under_way_at_once_than_the_real_ones_scale_down_parallelism():
+    """--max-scale-down-parallelism (10): core/scaledown/budgets CropNodes, deletions under way included."""
+    assert scaledown.SCALE_DOWN_PARALLELISM == 10
+    big = dataclasses.replace(GPUPOOL, max_nodes=50)
+    idle12 = [idle(f"n{i:02}", since=0, pool=big) for i in range(12)]
+    by_uid: dict = {}
+    got = scaledown.scale_down(idle12, [], by_uid, [big], at(11), 10, frozenset, 0.0)
+    assert got.delete == [f"n{i:02}" for i in range(10)]
+    got = scaledown.scale_down(idle12, [], by_uid, [big], at(11), 10, frozenset, 5.0)
+    assert got.taint == [f"n{i:02}" for i in range(10)] and not got.delete
+    # three deletions under way (tainted 1 s ago): seven more start; the three go on
+    t = str(int(at(10).timestamp()))
+    under_way = [tainted(idle(f"m{i}", since=0, pool=big), t) for i in range(3)]
+    got = scaledown.scale_down(under_way + idle12, [], by_uid, [big], at(11), 10, frozenset, 5.0)
+    assert got.taint == [f"n{i:02}" for i in range(7)] and got.delete == []
+    got = scaledown.scale_down(under_way + idle12, [], by_uid, [big], at(16), 10, frozenset, 5.0)
+    assert got.delete == ["m0", "m1", "m2"] and got.taint == [f"n{i:02}" for i in range(7)]
+    assert scaledown.scale_down(idle12, [], by_uid, [big], at(11), 10, frozenset, 0.0, parallelism=0) == ScaleDown()
+    assert len(scaledown.scale_down(idle12, [], by_uid, [big], at(11), 10, frozenset, 0.0,
+                                    parallelism=1).delete) == 1
+
+
+def test_a_node_a_cooldown_or_the_budget_keeps_still_counts_for_the_pool_min():
+    lo = dataclasses.replace(GPUPOOL, min_nodes=1, max_nodes=5)
+    nodes = [idle("a", since=0, pool=lo), idle("b", since=0, pool=lo)]
+    assert scaledown.scale_down(nodes, [], {}, [lo], at(11), 10, frozenset, 0.0, parallelism=1).delete == ["a"]
+    assert scaledown.scale_down(nodes, [], {}, [lo], at(11), 10, frozenset, 0.0, True) == ScaleDown()
+    assert scaledown.scale_down(nodes, [], {}, [lo], at(11), 10, frozenset, 0.0).delete == ["a"]
 
 
 def test_tainted_for():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fake_ca.pace import MODEL, OFF, Loop, LoopModel, fit_model, loop_seconds, looked_at, rest
+from fake_ca.pace import MODEL, OFF, SOFT_TAINT_BUDGET, Loop, LoopModel, fit_model, loop_seconds, looked_at, rest
 
 
 def test_a_loops_time_grows_with_what_it_looks_at_and_does():
@@ -141,3 +141,13 @@ def test_the_fit_of_few_loops_weighs_them_as_given():
     assert fit_model(samples, ("base", "per_node")) == LoopModel(base=pytest.approx(0.5), per_node=pytest.approx(0.3))
     uneven = [(Loop(0), 3, 1.0), (Loop(0), 1, 2.0), (Loop(2), 2, 5.0)]
     assert fit_model(uneven, ("base", "per_node")) == LoopModel(base=pytest.approx(1.25), per_node=pytest.approx(1.875))
+
+
+def test_a_loop_pays_for_no_more_marks_than_the_real_one_writes_soft_taints():
+    """The real CA's --max-bulk-soft-taint-count (10): the fake's marks beyond it cost its loop nothing."""
+    assert SOFT_TAINT_BUDGET == 10
+    assert looked_at([], [], [], 0, 0, 9).marked == 9
+    assert looked_at([], [], [], 0, 0, 10).marked == 10
+    assert looked_at([], [], [], 0, 0, 11).marked == 10
+    assert looked_at([], [], [], 2, 3, 40) == Loop(0, 0, 0, 2, 3, 10)
+    assert loop_seconds(MODEL, looked_at([], [], [], 0, 0, 40)) == loop_seconds(MODEL, Loop(marked=10))
