@@ -86,6 +86,11 @@ class Options:
         None, "how long every new node stays NotReady while its VM boots [default: the pool's bootSeconds] (per "
               "request: parameters.fakeCABootSeconds).  The kwok provider's nodes are Ready at once; a real cloud's "
               "VMs boot after Provisioned=True", metavar="DURATION|never", never="never")
+    booking_consumed: bool = setting(
+        True, "a booking ends once the request's consuming pods are scheduled (CA 1.37, CapacityBookingConsumed); "
+              "--no-booking-consumed: only when --booking has passed, as 1.36.1 does (the fleet runs the fake so, "
+              "with --booking 10m, beside the real 1.36.1)",
+        real="1.36.1: only after its 10m; 1.37: CapacityBookingConsumed", off="no-booking-consumed")
     honor_valid_until: bool = setting(
         False, "DIFFERS FROM THE REAL CA when on: parameters.ValidUntilSeconds bounds the wait with Failed=True",
         real="ValidUntilSeconds is never read", off="ignore-valid-until")
@@ -258,7 +263,7 @@ def _refresh_provisioned(pr: dict, params: P.Params, pods: list[dict], now: date
     if is_true(pr, BOOKING_EXPIRED):
         return None
     total = booking.total_pods(pr)
-    if total and booking.consuming_pods_scheduled(pr, pods) >= total:
+    if opts.booking_consumed and total and booking.consuming_pods_scheduled(pr, pods) >= total:
         return _write(pr, BOOKING_EXPIRED, "True", C.Reason.BOOKING_CONSUMED, C.MSG_BOOKING_CONSUMED, now,
                       f"provreq {key}: all {total} pod(s) scheduled: booking consumed (CA 1.37)")
     booked = params.booking if params.booking is not None else opts.booking

@@ -5,6 +5,8 @@ Autoscaler's where it has them (fake_ca/conditions.py); the `why` is the log lin
 
 from __future__ import annotations
 
+import dataclasses
+
 from k8s.keys import BATCH_ANNOTATION, CHECK_CAPACITY, TOPOLOGY_LEVEL_LABEL
 from fake_ca import lifecycle
 from fake_ca.backoff import GroupBackoff
@@ -227,6 +229,17 @@ def test_refresh_ends_a_booking_when_its_pods_are_scheduled_or_its_time_is_over(
                                        "Capacity reservation time is expired", 60, f"provreq {KEY}: booking of 60s expired")]
     r["status"]["conditions"].append(cond("BookingExpired", "True", "CapacityReservationTimeExpired", 60))
     assert refreshed(r, 500, pods) == []                                           # ended once, not again
+
+
+def test_without_the_1_37_rule_a_booking_ends_only_when_its_time_is_over_as_in_1_36_1():
+    r = provisioned("req-a", count=2)
+    pods = [consuming("req-a", "n1"), consuming("req-a", "n2")]
+    as_136 = dataclasses.replace(OPTS, booking_consumed=False)
+    assert OPTS.booking_consumed is True
+    assert refreshed(r, 5, pods, opts=as_136) == []                               # every pod scheduled: still booked
+    assert refreshed(r, 60, pods, opts=as_136) == [
+        update(r, "BookingExpired", "True", "CapacityReservationTimeExpired", "Capacity reservation time is expired", 60,
+               f"provreq {KEY}: booking of 60s expired")]
 
 
 def test_refresh_revokes_capacity_when_injected_once():
