@@ -235,7 +235,7 @@ def as_run(spec: dict, autoscaler: str) -> dict:
     return {**spec, "boot": 0.0} if autoscaler == "real" else dict(spec)
 
 
-def summary(p: Plan, autoscaler: str = "fake") -> list[str]:
+def summary(p: Plan, autoscaler: str) -> list[str]:
     """What the fleet is, in a few lines (before it runs)."""
     s = p.spec
     boots = (f"nodes Ready at once (the real autoscaler's kwok nodes; --boot {s.boot:g}s is the fake's)"

@@ -269,6 +269,7 @@ def test_in_the_cooldown_after_a_scale_up_no_deletion_starts_but_timers_run_and_
     assert go([tainted(idle("n1", since=0), t)], 16).delete == ["n1"]               # a started deletion goes on
     assert go([tainted(idle("n1", since=0), t)], 16, pods=[job_pod("n1")]) == ScaleDown(clear=["n1"], untaint=["n1"])
     assert go([idle("n1", since=0), idle("n2", since=0)], 11, delay=0) == ScaleDown()
+    assert go([idle("n1", since=0), idle("n2")], 11, delay=0) == ScaleDown(mark=["n2"])    # the next node still seen
     # out of the cooldown the same nodes go
     assert scaledown.scale_down([idle("n1", since=0)], [], by_uid, POOLS, at(11), 10, frozenset, 0.0,
                                 False).delete == ["n1"]
@@ -292,6 +293,8 @@ def test_no_more_deletions_under_way_at_once_than_the_real_ones_scale_down_paral
     got = scaledown.scale_down(under_way + idle12, [], by_uid, [big], at(16), 10, frozenset, 5.0)
     assert got.delete == ["m0", "m1", "m2"] and got.taint == [f"n{i:02}" for i in range(7)]
     assert scaledown.scale_down(idle12, [], by_uid, [big], at(11), 10, frozenset, 0.0, parallelism=0) == ScaleDown()
+    assert scaledown.scale_down(idle12 + [idle("z", pool=big)], [], by_uid, [big], at(11), 10, frozenset, 0.0,
+                                parallelism=0) == ScaleDown(mark=["z"])
     assert len(scaledown.scale_down(idle12, [], by_uid, [big], at(11), 10, frozenset, 0.0,
                                     parallelism=1).delete) == 1
 

@@ -94,7 +94,7 @@ def test_the_pools_and_the_taucluster_are_what_the_parsers_accept():
     cq = next(o for o in objects(profiles[2], "fleet") if o["kind"] == "ClusterQueue")
     assert cq["spec"]["cohortName"] == COHORT
     assert cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] == pool_name(0)
-    assert summary(p)[1].endswith("out of stock: fleet-p1)")
+    assert summary(p, "fake")[1].endswith("out of stock: fleet-p1)")
 
 
 # ---------------------------------------------------------------------------- the event log
