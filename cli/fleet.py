@@ -112,11 +112,11 @@ def fleet_run_cmd(kube_client, kubeconfig, gangs, shapes, queues, pools, arrival
         fail(f"the cluster does not answer ({e}), so nothing was made; `tau-demo cluster up` starts one")
 
     def undo(command: str, signum: int) -> None:
-        click.echo(f"\n{command}: interrupted; removing everything the run made", err=True)
+        click.echo(f"\n{command}: interrupted; removing everything the run made (Ctrl-C again abandons this)", err=True)
         left = f.cleanup()
         click.echo(f"  left behind: {', '.join(left) or 'nothing'}", err=True)
 
-    with on_interrupt("tau-demo fleet run", undo):
+    with on_interrupt("tau-demo fleet run", undo, cleans="tau-demo fleet clean"):
         try:
             f.start()
             f.submit_all()

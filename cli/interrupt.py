@@ -47,9 +47,10 @@ def _raise(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def on_interrupt(command: str, undo: Callable[[str, int], None] | None) -> Iterator[None]:
+def on_interrupt(command: str, undo: Callable[[str, int], None] | None, cleans: str = "") -> Iterator[None]:
     """Run the block; on SIGINT, SIGTERM or SIGHUP call undo(command, signal) (None: the command made nothing, so
-    it only says it was interrupted) and exit 128 + the signal's number."""
+    it only says it was interrupted) and exit 128 + the signal's number.  `cleans`: the command that removes what
+    is left when a second Ctrl-C abandons the undo."""
     before = {s: signal.getsignal(s) for s in SIGNALS}
     _received.clear()
     for s in SIGNALS:
@@ -59,7 +60,7 @@ def on_interrupt(command: str, undo: Callable[[str, int], None] | None) -> Itera
     except KeyboardInterrupt:         # Interrupted, or poll.Cancelled raised by a wait it unwound through
         signum = _received[0] if _received else signal.SIGINT
         if undo is not None:
-            _undoing(command, signum, undo)
+            _undoing(command, signum, undo, cleans)
         else:
             click.echo(f"\n{command}: interrupted ({signal.Signals(signum).name}); it made nothing", err=True)
         sys.exit(exit_code(signum))
@@ -75,7 +76,7 @@ def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | N
     return on_interrupt(command, (lambda c, s: _clean_up(c, kubeconfig, context, s)) if makes else None)
 
 
-def _undoing(command: str, signum: int, undo: Callable[[str, int], None]) -> None:
+def _undoing(command: str, signum: int, undo: Callable[[str, int], None], cleans: str = "") -> None:
     """undo(), with SIGTERM and SIGHUP ignored meanwhile and a second Ctrl-C abandoning it, and every wait
     waiting again."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -85,7 +86,8 @@ def _undoing(command: str, signum: int, undo: Callable[[str, int], None]) -> Non
     try:
         undo(command, signum)
     except KeyboardInterrupt:
-        click.echo(f"  {command}: cleanup abandoned", err=True)
+        click.echo(f"  {command}: cleanup abandoned" + (f": `{cleans}` removes what is left" if cleans else ""),
+                   err=True)
 
 
 def _clean_up(command: str, kubeconfig: str | None, context: str | None, signum: int) -> None:

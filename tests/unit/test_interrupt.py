@@ -125,3 +125,33 @@ def test_a_command_that_makes_nothing_says_so_and_exits_as_interrupted(tmp_path)
     out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 143, out
     assert "the child: interrupted (SIGTERM); it made nothing" in out and "removing" not in out, out
+
+
+SLOW_UNDO = '''
+import sys, time
+from cli.interrupt import on_interrupt
+
+def undo(command, signum):
+    print("undoing", flush=True)
+    time.sleep(30)
+
+with on_interrupt("the child", undo, cleans=sys.argv[1]):
+    print("ready", flush=True)
+    time.sleep(60)
+'''
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("cleans", ["tau-demo fleet clean", ""])
+def test_a_second_ctrl_c_abandons_the_undo_and_names_the_command_that_cleans(cleans):
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_UNDO, cleans], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stdout.readline().strip() == "undoing"
+    proc.send_signal(signal.SIGTERM)                   # ignored while undoing
+    proc.send_signal(signal.SIGINT)                    # a second Ctrl-C abandons it
+    out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 143, out                 # the first signal's code
+    want = "  the child: cleanup abandoned" + (f": `{cleans}` removes what is left" if cleans else "")
+    assert out.rstrip().splitlines()[-1] == want, out
