@@ -15,12 +15,12 @@ from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
 from k8s.manifests import ManifestError, load_manifest
 from k8s.objects import condition, is_true
-from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, JOB, NAMESPACE, TAUCLUSTER
+from k8s.resources import ADMISSION_CHECK, CLUSTER_QUEUE, CONFIG_MAP, CRD, JOB, NAMESPACE, TAUCLUSTER
 from k8s.paths import MANIFESTS
 from ..toolchain.components import KWOK_MANIFESTS, PROVREQ_CRD, share_path
 from . import slots as slots_
 from .state import ClusterError
-from .tools import apply_docs, kubectl
+from .tools import apply_docs
 
 TAUCLUSTER_CRD = "taucluster-crd.yaml"
 NAMESPACES_FILE = "namespaces.yaml"
@@ -39,8 +39,19 @@ def install_provreq_crd(kubeconfig: str) -> None:
     wait_established(kubeconfig, "provisioningrequests.autoscaling.x-k8s.io")
 
 
-def wait_established(kubeconfig: str, *crds: str) -> None:
-    kubectl(kubeconfig, "wait", f"--for=condition={keys.CRD_ESTABLISHED}", "--timeout=60s", *(f"crd/{n}" for n in crds))
+def wait_established(kubeconfig: str, *crds: str, selector: str | None = None, timeout: float = 60) -> None:
+    """Until every CRD named (or labelled `selector`) is Established, read through the API.  Not `kubectl wait`:
+    it fails at once ("status.conditions accessor error: <nil>") on a CRD read before the apiserver wrote its
+    first condition, as a kind path's cluster up did in CI."""
+    k = Kube(kubeconfig)
+
+    def established() -> bool:
+        found = [k.get_or_none(CRD, n) for n in crds] + (k.list(CRD, label_selector=selector)[0] if selector else [])
+        return bool(found) and all(is_true(c, keys.CRD_ESTABLISHED) for c in found)
+    try:
+        poll.until(established, timeout, "the CRDs to be Established", 0.2)
+    except poll.WaitTimedOut:
+        raise ClusterError(f"CRDs {', '.join(crds) or selector} not Established within {timeout:.0f}s") from None
 
 
 def demo_manifests(plain: bool) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ import yaml
 
 from k8s import poll
 from k8s.client import Kube
-from k8s.keys import APP_NAME_LABEL, CRD_ESTABLISHED, DEMO_TAUCLUSTER, KUEUE_NAMESPACE
+from k8s.keys import APP_NAME_LABEL, DEMO_TAUCLUSTER, KUEUE_NAMESPACE
 from k8s.paths import MANIFESTS
 from k8s.resources import KWOKCTL_CONFIGURATION
 from ..toolchain import versions
@@ -223,8 +223,7 @@ def _up(name: str, options: UpOptions, role: str = "", demo_objects: bool = True
         install.install_provreq_crd(st.kubeconfig)
         plan = kueue_plan(st)
         apply_docs(st.kubeconfig, plan.phase1, "Kueue's namespace and CRDs")
-        kubectl(st.kubeconfig, "wait", f"--for=condition={CRD_ESTABLISHED}", "--timeout=60s", "crd", "-l",
-                f"{APP_NAME_LABEL}=kueue")
+        install.wait_established(st.kubeconfig, selector=f"{APP_NAME_LABEL}=kueue")
         procs.stop(kueue_pidfile(st))
         _say(f"starting Kueue {versions.KUEUE} (host process, webhook 127.0.0.1:{st.ports['kueue_webhook']})")
         start_kueue(st, plan)

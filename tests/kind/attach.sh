@@ -64,7 +64,12 @@ say "kind create cluster, kind load docker-image: $((SECONDS - t))s"
 
 t=$SECONDS
 kubectl apply --server-side -f "$CACHE"/autoscaler-apis-*/share/provisioningrequests.yaml
-kubectl wait --for=condition=Established crd/provisioningrequests.autoscaling.x-k8s.io --timeout=60s
+# kubectl wait fails at once ("status.conditions accessor error") on a CRD read before its first condition: retry
+for _ in $(seq 60); do
+  kubectl wait --for=condition=Established crd/provisioningrequests.autoscaling.x-k8s.io --timeout=1s >/dev/null 2>&1 && break
+  sleep 1
+done
+kubectl wait --for=condition=Established crd/provisioningrequests.autoscaling.x-k8s.io --timeout=5s
 sed -e "s#$KUEUE_DEV_IMAGE#$KUEUE_IMAGE#" \
     -e "\#image: $KUEUE_IMAGE#{n;s#imagePullPolicy: Always#imagePullPolicy: IfNotPresent#}" \
     "$CACHE/kueue-manifests-v0.19.2/share/kueue-manifests.yaml" > "$WORK/kueue.yaml"
