@@ -1,8 +1,9 @@
 """The fleet's figures as benchmarks (`tau-demo fleet run`, docs/fleet.md): a fleet run repeated, its regression gate by
 Kueue's own rule, and the scaling curve.
 
-    .venv/bin/python -m bench.fleet --gangs 50 --runs 5 [--autoscaler fake|real] [--gate bench/fleet-limits.yaml]
+    .venv/bin/python -m bench.fleet --gangs 50 --runs 5 [--autoscaler fake|real] [--gate bench/fleet-limits-<autoscaler>.yaml]
     .venv/bin/python -m bench.fleet --curve 50,100,200,500 [--autoscaler fake|real]
+    ... [--keep DIR] [-- more `tau-demo fleet run` flags]
 
 - Repeated (`--runs`, at least 5 for a gate): each trial is one `tau-demo fleet run` in a fresh output directory (same
   seed, so the same fleet); a line per trial, then the mean of each figure and its limit by Kueue's rule of its
@@ -75,10 +76,11 @@ def per_gang(gangs: int, fig: dict[str, float]) -> dict[str, float]:
             "api_requests": fig["api_requests"] / gangs}
 
 
-def fleet_run(gangs: int, autoscaler: str, extra: list[str], kubeconfig: str | None) -> dict:
-    """One `tau-demo fleet run`, its results.json; SystemExit when it failed."""
+def fleet_run(gangs: int, autoscaler: str, extra: list[str], kubeconfig: str | None, keep: Path | None = None) -> dict:
+    """One `tau-demo fleet run`, its results.json; SystemExit when it failed.  `keep`: its output directory, kept (for
+    `tau-demo fleet pace` and `fleet report`), else a temporary one."""
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as d:
-        out = Path(d) / "run"
+        out = keep or Path(d) / "run"
         argv = [*TAU, "fleet", "run", "--gangs", str(gangs), "--autoscaler", autoscaler, "--out", str(out), *extra,
                 *(["--kubeconfig", kubeconfig] if kubeconfig else [])]
         done = subprocess.run(argv, capture_output=True, text=True)
@@ -97,11 +99,33 @@ HEADER = ["| trial | Admitted p50 | Admitted p95 | Provisioned p95 | drain (req/
           "control plane CPU s | API requests |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
 
+def kept(a, name: str) -> Path | None:
+    """Where a run's output directory is kept (`--keep DIR`: DIR/<autoscaler>-<gangs>[-<trial>]), or None."""
+    return Path(a.keep) / name if a.keep else None
+
+
+def fleet_of(a) -> dict:
+    """The fleet a limits file is for: its size, autoscaler and `fleet run` flags (pure)."""
+    return {"gangs": a.gangs, "autoscaler": a.autoscaler, "flags": list(a.extra)}
+
+
+def gate_mismatch(a, written: dict) -> str | None:
+    """Why a limits file cannot judge these trials (another fleet), or None (pure)."""
+    want = fleet_of(a)
+    diff = [f"{k} {written.get(k)!r} there, {v!r} here" for k, v in want.items() if written.get(k) != v]
+    return "the limits are for another fleet: " + "; ".join(diff) if diff else None
+
+
 def repeated(a) -> int:
+    if a.gate:
+        why = gate_mismatch(a, yaml.safe_load(Path(a.gate).read_text()))
+        if why:
+            sys.exit(f"--gate {a.gate}: {why}")
     trials = []
     print("\n".join(HEADER), flush=True)
     for i in range(a.runs):
-        trials.append(figures(fleet_run(a.gangs, a.autoscaler, a.extra, a.kubeconfig)))
+        trials.append(figures(fleet_run(a.gangs, a.autoscaler, a.extra, a.kubeconfig,
+                                        kept(a, f"{a.autoscaler}-{a.gangs}-{i + 1}"))))
         print(trial_row(str(i + 1), trials[-1]), flush=True)
     mean = {f: sum(t[f] for t in trials) / len(trials) for f in trials[0]}
     print(trial_row("mean", mean))
@@ -109,8 +133,8 @@ def repeated(a) -> int:
     print("limits by Kueue's rule (mean × 1.2, times rounded up to the second): "
           + ", ".join(f"{f} {v:.2f}" for f, v in lim.items()))
     if a.write_limits:
-        Path(a.write_limits).write_text(yaml.safe_dump({"gangs": a.gangs, "autoscaler": a.autoscaler,
-                                                        "trials": len(trials), "limits": lim}, sort_keys=False))
+        Path(a.write_limits).write_text(yaml.safe_dump({**fleet_of(a), "trials": len(trials), "limits": lim},
+                                                       sort_keys=False))
     if a.gate:
         gate = yaml.safe_load(Path(a.gate).read_text())["limits"]
         bad = over(trials, gate)
@@ -124,7 +148,7 @@ def curve(a) -> int:
           "apiserver CPU s per gang | API requests per gang |\n| --- | --- | --- | --- | --- | --- | --- | --- |",
           flush=True)
     for n in a.curve:
-        fig = figures(fleet_run(n, a.autoscaler, a.extra, a.kubeconfig))
+        fig = figures(fleet_run(n, a.autoscaler, a.extra, a.kubeconfig, kept(a, f"{a.autoscaler}-{n}")))
         g = per_gang(n, fig)
         print(f"| {n} | {fig['admitted_p50']:.1f} s | {fig['admitted_p95']:.1f} s | {fig['drain']:.2f} | "
               f"{fig['span']:.0f} s | {g['control_plane_cpu']:.2f} | {g['apiserver_cpu']:.2f} | "
@@ -142,6 +166,8 @@ def main() -> None:
     ap.add_argument("--gate", help="a limits file (--write-limits): exit 1 when a mean is above its limit")
     ap.add_argument("--write-limits", help="write the limits of these trials by Kueue's rule to this file")
     ap.add_argument("--kubeconfig")
+    ap.add_argument("--keep", metavar="DIR", help="keep each run's output directory under DIR (for `tau-demo fleet "
+                    "pace` and `fleet report`): DIR/<autoscaler>-<gangs>[-<trial>]")
     ap.add_argument("extra", nargs="*", help="more `tau-demo fleet run` flags, after --")
     a = ap.parse_args()
     if a.curve is None and (a.gate or a.write_limits) and a.runs < MIN_TRIALS:

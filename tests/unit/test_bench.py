@@ -5,6 +5,7 @@ time goes), and what it reads from its tapes; bench/real_vs_fake.py and bench/de
 from theirs."""
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,19 @@ def test_the_fleet_benchmarks_figures_limits_and_gate():
     slower = [bf.figures(fleet_results(p50=13.0)) for _ in range(5)]
     assert bf.over(slower, lim) == ["admitted_p50: mean 13.00 above its limit 12.00"]
     assert bf.per_gang(10, fig) == {"control_plane_cpu": 5.0, "apiserver_cpu": 4.0, "api_requests": 15.0}
+
+
+def test_a_fleet_limits_file_judges_only_its_own_fleet_and_runs_are_kept_where_asked():
+    from argparse import Namespace
+    bf = bench_fleet
+    a = Namespace(gangs=50, autoscaler="real", extra=["--run", "20s", "--boot", "15s"], keep=None)
+    written = {"gangs": 50, "autoscaler": "real", "flags": ["--run", "20s", "--boot", "15s"], "trials": 5}
+    assert bf.fleet_of(a) == {"gangs": 50, "autoscaler": "real", "flags": ["--run", "20s", "--boot", "15s"]}
+    assert bf.gate_mismatch(a, written) is None
+    assert bf.gate_mismatch(a, {**written, "autoscaler": "fake"}) == (
+        "the limits are for another fleet: autoscaler 'fake' there, 'real' here")
+    assert bf.gate_mismatch(Namespace(**{**vars(a), "gangs": 100}), written) == (
+        "the limits are for another fleet: gangs 50 there, 100 here")
+    assert "flags" in bf.gate_mismatch(a, {**written, "flags": ["--boot", "0s"]})
+    assert bf.kept(a, "real-50-1") is None
+    assert bf.kept(Namespace(keep="/tmp/k"), "real-50-1") == Path("/tmp/k/real-50-1")
