@@ -24,7 +24,7 @@ from k8s import heartbeat
 from k8s.client import Kube
 from k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from k8s.hooks import Hooks
-from k8s.keys import (CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER, TO_BE_DELETED_TAINT,
+from k8s.keys import (CA_FIELD_MANAGER, CA_STATUS, FAKE_CA_FIELD_MANAGER, FAKE_CA_LEASE, MARKER,
                       UNNEEDED_ANNOTATION)
 from k8s.objects import format_time, meta, name_of, utcnow
 from k8s.resources import CONFIG_MAP, NODE, POD, POD_TEMPLATE, PROVREQ
@@ -77,9 +77,7 @@ class FakeCA:
     def publish_pools(self) -> None:
         cm = pools_to_configmap(self.pools)
         self.k.apply(CONFIG_MAP, cm, field_manager=FAKE_CA_FIELD_MANAGER)
-        log.info("fake-ca: published pool table %s/%s: %s", cm["metadata"]["namespace"], cm["metadata"]["name"],
-                 ", ".join(f"{p.name} ({p.min_nodes}..{p.max_nodes} nodes, boot {p.boot_seconds:.0f}s)"
-                           for p in self.pools))
+        log.info("%s", outbox.pools_line(cm["metadata"]["namespace"], cm["metadata"]["name"], self.pools))
 
     # ------------------------------------------------------------------ observe
     def _on_pod(self, typ: str, pod: dict) -> None:
@@ -120,7 +118,7 @@ class FakeCA:
         for d in plan.deletes:
             self._delete_request(d)
         for t in plan.timed_out:
-            log.warning("scale-up timed out: %s (%s)", t.why, ", ".join(t.nodes))
+            log.warning("%s", outbox.timed_out_line(t.why, t.nodes))
             for n in t.nodes:
                 self._delete_node(n)
         if plan.pick is not None:
@@ -144,7 +142,7 @@ class FakeCA:
             self.k.apply(CONFIG_MAP, status.configmap(doc, now), field_manager=FAKE_CA_FIELD_MANAGER)
             self._status, self._status_written = doc, time.monotonic()
         except (ApiError, Unreachable) as e:
-            log.warning("writing the status ConfigMap failed (%s)", e)
+            log.warning("%s", outbox.status_failed_line(e))
 
     def _apply_pick(self, pick: lifecycle.Pick) -> None:
         if pick.why:
@@ -168,8 +166,7 @@ class FakeCA:
             self._write(up.refused, base)
             return
         if self._write(up.provisioned, base) is not None:
-            log.info("provreq %s: nodes %s requested%s", pick.key, ", ".join(created),
-                     "" if up.boots_at is None else f"; they boot until {up.boots_at}")
+            log.info("%s", outbox.nodes_requested_line(pick.key, created, up.boots_at))
 
     # ------------------------------------------------------------------ apply
     def _write(self, w: lifecycle.Write, base: dict | None = None) -> dict | None:
@@ -184,8 +181,7 @@ class FakeCA:
             else:
                 out = self.k.replace_status(PROVREQ, body, field_manager=CA_FIELD_MANAGER)
         except (NotFound, Conflict) as e:
-            log.info("provreq %s: not written (%s): gone or changed since it was read; the next loop reads it again",
-                     key, type(e).__name__)
+            log.info("%s", outbox.not_written_line(key, e))
             return None
         self.provreqs.put(out)
         log.info("%s", outbox.written_line(w, out))
@@ -196,10 +192,10 @@ class FakeCA:
         try:       # only the incarnation that was judged (its uid): one made again under the name stays
             self.k.delete(PROVREQ, md["name"], md.get("namespace"), uid=md.get("uid"))
         except Conflict:
-            log.info("provreq %s: not deleted: made again since it was read", name_of(d.provreq))
+            log.info("%s", outbox.not_deleted_line(name_of(d.provreq), None))
             return
         except (ApiError, Unreachable) as e:
-            log.warning("deleting provreq %s failed (%s); the next loop tries again", name_of(d.provreq), e)
+            log.warning("%s", outbox.not_deleted_line(name_of(d.provreq), e))
             return
         self.provreqs.discard(name_of(d.provreq))
         log.info("%s", d.why)
@@ -236,7 +232,7 @@ class FakeCA:
                 index = len(created)
             self.hooks.reach("node-created", key, node=name, index=index, of=up.count)
 
-        log.info("provreq %s: creating %s", key, ", ".join(names))
+        log.info("%s", outbox.creating_line(key, names))
         if up.count == 1:
             make(names[0], up.domains[0])
         else:
@@ -245,8 +241,7 @@ class FakeCA:
         if not errors:
             self._last_scale_up = self.now()
             return sorted(created), ""
-        log.warning("provreq %s: %d of %d node creates failed (%s); deleting %s so the scale-up stays atomic",
-                    key, len(errors), up.count, "; ".join(errors), ", ".join(created) or "nothing")
+        log.warning("%s", outbox.creates_failed_line(key, errors, up.count, created))
         for name in created:
             self._delete_node(name)
         return [], "; ".join(sorted(errors))
@@ -255,7 +250,7 @@ class FakeCA:
         try:
             self.k.delete(NODE, name)          # False (already gone) is as good as deleted
         except (ApiError, Unreachable) as e:
-            log.warning("deleting node %s failed (%s); the next loop tries again", name, e)
+            log.warning("%s", outbox.node_write_failed_line("deleting", name, e))
             return
         self._deleted += 1
         self.nodes.discard(name)
@@ -279,14 +274,13 @@ class FakeCA:
             self._patch_node(n, {UNNEEDED_ANNOTATION: None})
         self._marked += len(plan.mark) + len(plan.clear)
         for n in plan.taint:
-            log.info("scale-down: tainting %s %s; deleting it in %.0fs", n, TO_BE_DELETED_TAINT,
-                     self.opts.node_delete_delay_after_taint)
+            log.info("%s", outbox.scale_down_line(n, "taint", delay=self.opts.node_delete_delay_after_taint))
             self._taint_node(n, outbox.to_be_deleted(now))
         for n in plan.untaint:
-            log.info("scale-down: %s is needed again; removing %s", n, TO_BE_DELETED_TAINT)
+            log.info("%s", outbox.scale_down_line(n, "untaint"))
             self._taint_node(n, None)
         for n in plan.delete:
-            log.info("scale-down: deleting %s: %s", n, plan.why.get(n, ""))
+            log.info("%s", outbox.scale_down_line(n, "delete", why=plan.why.get(n, "")))
             self._delete_node(n)
         if plan.delete:
             for line in outbox.pool_lines(nodes, plan.delete, self.pools):
@@ -302,13 +296,13 @@ class FakeCA:
             self.nodes.put(self.k.patch(NODE, name, {"spec": {"taints": outbox.taints_with(node, taint)}},
                                         resource_version=meta(node).get("resourceVersion")))
         except (ApiError, Unreachable) as e:
-            log.warning("tainting node %s failed (%s); the next loop tries again", name, e)
+            log.warning("%s", outbox.node_write_failed_line("tainting", name, e))
 
     def _patch_node(self, name: str, ann: dict) -> None:
         try:
             self.nodes.put(self.k.patch(NODE, name, {"metadata": {"annotations": ann}}))
         except (ApiError, Unreachable) as e:
-            log.warning("annotating node %s failed (%s)", name, e)
+            log.warning("%s", outbox.node_write_failed_line("annotating", name, e))
 
     # ------------------------------------------------------------------ run
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
@@ -327,11 +321,11 @@ class FakeCA:
             try:
                 wait = self.run_once()
             except Unreachable as e:
-                log.warning("apiserver unreachable (%s); next loop in 2s", e)
-                wait = 2.0
+                log.warning("%s", outbox.unreachable_line(e))
+                wait = outbox.LOOP_RETRY
             except Exception:
-                log.exception("loop failed; next loop in 2s")
-                wait = 2.0
+                log.exception("%s", outbox.LOOP_FAILED)
+                wait = outbox.LOOP_RETRY
             if wait > 0:
                 self.wake.wait(wait)
                 self.wake.clear()

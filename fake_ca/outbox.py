@@ -113,3 +113,68 @@ def options_line(o: lifecycle.Options) -> str:
         o.max_node_provision_time, o.booking, o.scale_down_unneeded, o.scale_down_delay_after_add, o.terminal_ttl,
         "HONOURED (differs from the real CA)" if o.honor_valid_until else "ignored (like the real CA)",
         "loops paced as the real CA's (--pace)" if o.pace else "loops NOT paced as the real CA's (--no-pace)")
+
+
+# ---------------------------------------------------------------------------- what the controller says
+# Every other line controller.py logs, word for word (the loop's decisions carry their own `why`).
+
+def pools_line(namespace: str, name: str, pools: list[Pool]) -> str:
+    return f"fake-ca: published pool table {namespace}/{name}: " + ", ".join(
+        f"{p.name} ({p.min_nodes}..{p.max_nodes} nodes, boot {p.boot_seconds:.0f}s)" for p in pools)
+
+
+def timed_out_line(why: str, nodes: list[str]) -> str:
+    return f"scale-up timed out: {why} ({', '.join(nodes)})"
+
+
+def nodes_requested_line(key: str, created: list[str], boots_at: str | None) -> str:
+    return f"provreq {key}: nodes {', '.join(created)} requested" + (
+        "" if boots_at is None else f"; they boot until {boots_at}")
+
+
+def creating_line(key: str, names: list[str]) -> str:
+    return f"provreq {key}: creating {', '.join(names)}"
+
+
+def creates_failed_line(key: str, errors: list[str], count: int, created: list[str]) -> str:
+    """Some of a scale-up's node creates failed: the ones made are deleted, so that it stays atomic."""
+    return (f"provreq {key}: {len(errors)} of {count} node creates failed ({'; '.join(errors)}); deleting "
+            f"{', '.join(created) or 'nothing'} so the scale-up stays atomic")
+
+
+def not_written_line(key: str, error: Exception) -> str:
+    return (f"provreq {key}: not written ({type(error).__name__}): gone or changed since it was read; the next loop "
+            "reads it again")
+
+
+def not_deleted_line(key: str, error: Exception | None) -> str:
+    """A request's delete refused: made again under its name since it was read (None), or another error."""
+    if error is None:
+        return f"provreq {key}: not deleted: made again since it was read"
+    return f"deleting provreq {key} failed ({error}); the next loop tries again"
+
+
+def node_write_failed_line(what: str, name: str, error: Exception) -> str:
+    """A node's delete, taint or annotation (`what`) failed; each is tried again by a later loop."""
+    return f"{what} node {name} failed ({error}); the next loop tries again"
+
+
+def scale_down_line(node: str, action: str, why: str = "", delay: float = 0.0) -> str:
+    """A scale-down step on a node (`action`: taint, untaint or delete)."""
+    if action == "taint":
+        return f"scale-down: tainting {node} {TO_BE_DELETED_TAINT}; deleting it in {delay:.0f}s"
+    if action == "untaint":
+        return f"scale-down: {node} is needed again; removing {TO_BE_DELETED_TAINT}"
+    return f"scale-down: deleting {node}: {why}"
+
+
+def status_failed_line(error: Exception) -> str:
+    return f"writing the status ConfigMap failed ({error})"
+
+
+def unreachable_line(error: Exception) -> str:
+    return f"apiserver unreachable ({error}); next loop in {LOOP_RETRY:.0f}s"
+
+
+LOOP_RETRY = 2.0                 # after a loop that failed (the apiserver unreachable, or an error of its own)
+LOOP_FAILED = f"loop failed; next loop in {LOOP_RETRY:.0f}s"

@@ -45,7 +45,7 @@ from k8s import heartbeat
 from k8s.client import Kube
 from k8s.errors import ApiError, Conflict, NotFound, Unreachable
 from k8s.hooks import Hooks
-from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, TAKEN_UP_ANNOTATION
+from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS
 from k8s.objects import name_of, utcnow
 from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.runtime import Store, WorkQueue, run_loop
@@ -151,7 +151,7 @@ class DeadlineController:
         if self._last.get(key) != gist:
             self._last[key] = gist
             if line:
-                log.info("deadline %s: %s", key, line)
+                log.info("%s", routing.no_op_line(key, line))
 
     def keys(self) -> list[str]:
         return routing.handled_keys(self.jobs.items(), self.instance)
@@ -198,10 +198,9 @@ class DeadlineController:
             job, wl = self.read_live(key) if live else self.cached(key)
             counting = self.counting(wl)
             d = dl.decide_workload(job, wl, self.now(), counting)
-            if attempt:
-                log.info("deadline %s: re-read: %s; %s", key, routing.reread(wl), d.why)
-            elif d.action == Action.COMMIT:
-                log.info("deadline %s: %s", key, d.why)
+            line = routing.decided_line(key, attempt, wl, d)
+            if line:
+                log.info("%s", line)
             else:
                 self._say_once(key, d)
             if d.action == Action.WAIT:
@@ -216,19 +215,16 @@ class DeadlineController:
             try:
                 new = self.k.patch(WORKLOAD, wl_name, dl.commit_patch(self.now(), d.cause), ns,
                                    resource_version=d.resource_version)
-            except Conflict:
-                log.info("deadline %s: 409 conflict on Workload rv %s; reading again", key, d.resource_version)
-            except NotFound:
-                log.info("deadline %s: Workload %s is gone (404); reading again", key, wl_name)
+            except (Conflict, NotFound) as e:
+                log.info("%s", routing.commit_refused_line(key, isinstance(e, Conflict), wl_name, d.resource_version))
             else:
                 self.workloads.put(new)
-                log.info("deadline %s: committed timeout on Workload %s (spec.active=false; the write took %.0f ms)",
-                         key, wl_name, (time.monotonic() - sent) * 1000)
+                log.info("%s", routing.committed_line(key, wl_name, time.monotonic() - sent))
                 self.hooks.reach("after-commit", key, workload=wl_name)
                 return True
             live = True
             self._stop.wait(dl.conflict_backoff(attempt + 1))
-        log.warning("deadline %s: still conflicting after %d attempts; will retry", key, self.conflict_retries)
+        log.warning("%s", routing.still_conflicting_line(key, self.conflict_retries))
         self.queue.add(key, after=0.5, urgent=True)
         return False
 
@@ -244,11 +240,9 @@ class DeadlineController:
         except NotFound:
             return                  # the Workload is gone: nothing left to count
         except (ApiError, Unreachable) as e:
-            log.warning("deadline %s: could not record the take-up on Workload %s (%s); will try again", key,
-                        wl_name, e)
+            log.warning("%s", routing.take_up_line(key, wl_name, patch, e))
             return
-        log.info("deadline %s: recorded the take-up %s on Workload %s (a restart counts from it)", key,
-                 patch["metadata"]["annotations"][TAKEN_UP_ANNOTATION], wl_name)
+        log.info("%s", routing.take_up_line(key, wl_name, patch, None))
 
     def _owner_steps(self, key: str) -> float | None:
         """Steps 2-4: mirror, arm cleanup, clean up, recover, on the cached state; every Job write is
@@ -265,7 +259,7 @@ class DeadlineController:
             if d.action == Action.DELETE and not live:
                 live = True         # irreversible: decide it again on what the apiserver says now
                 continue
-            log.info("deadline %s: %s", key, d.why)
+            log.info("%s", routing.step_line(key, d))
             ns, name = key.split("/", 1)
             rv = job["metadata"]["resourceVersion"]
             try:
@@ -280,7 +274,7 @@ class DeadlineController:
                     self.hooks.reach(after, key)
                 live = False
             except Conflict:
-                log.info("deadline %s: Job changed under us (409); reading again", key)
+                log.info("%s", routing.owner_conflict_line(key))
                 live = True
             except NotFound:
                 live = True
@@ -294,7 +288,7 @@ class DeadlineController:
             d = dl.decide_legacy(job, wl, now)
             if d.action in (Action.NONE, Action.WAIT):
                 return d.after
-            log.warning("deadline %s: %s", key, d.why)
+            log.warning("%s", routing.step_line(key, d))
             ns, name = key.split("/", 1)
             if d.action == Action.MIRROR:
                 self.k.patch(JOB, name, dl.mirror_patch(wl["metadata"]["name"], now), ns)
@@ -302,10 +296,9 @@ class DeadlineController:
                 try:
                     self.k.patch(WORKLOAD, wl["metadata"]["name"], dl.commit_patch(self.now()), ns,
                                  resource_version=d.resource_version)
-                    log.warning("deadline %s: LEGACY: Workload deactivated", key)
+                    log.warning("%s", routing.legacy_commit_line(key, False))
                 except Conflict:
-                    log.warning("deadline %s: LEGACY: 409 conflict deactivating the Workload; "
-                                "the owner keeps its terminal mark", key)
+                    log.warning("%s", routing.legacy_commit_line(key, True))
             elif d.action == Action.ARM_CLEANUP:
                 self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns)
             elif d.action == Action.DELETE:
@@ -317,12 +310,9 @@ class DeadlineController:
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
         self._stop = stop
         if self.protocol == "legacy":
-            log.warning("deadline: running the LEGACY protocol (mark owner, then deactivate, then TTL cleanup). "
-                        "It reports running jobs failed and deletes them; it exists only to reproduce that bug.")
-        log.info("deadline: watching Jobs, Workloads and ProvisioningRequests in %s (class %s, protocol %s, rule %s, "
-                 "outer bound %g deadlines, cleanup TTL %.0fs, resync %.0fs, %d workers)",
-                 self.namespace or "all namespaces", self.instance, self.protocol, self.rule, self.outer_factor,
-                 self.ttl, self.resync, self.workers)
+            log.warning("%s", routing.LEGACY_WARNING)
+        log.info("%s", routing.start_line(self.namespace, self.instance, self.protocol, self.rule, self.outer_factor,
+                                          self.ttl, self.resync, self.workers))
         self.hooks.reach("before-caches", f"deadline-{self.instance}")
         watches = [self.jobs.watch(self.k, JOB, self.namespace).start(),
                    self.workloads.watch(self.k, WORKLOAD, self.namespace).start(),

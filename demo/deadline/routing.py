@@ -1,7 +1,9 @@
 """The admission-deadline controller's own decisions beside the protocol's (pure; the controller is controller.py):
 which Jobs an instance handles, which Job key a Workload's event concerns, what each owner step writes and which
-pause point follows it, when it records a take-up on the Workload, and what the controller says about a decision.
-The protocol itself (when to commit, mirror, arm, delete) is protocol.py."""
+pause point follows it, when it records a take-up on the Workload, and what the controller says about a decision:
+every line it logs is made here (`*_line`), so that a line's words are checked by the unit tests and the mutation
+gate, and the controller only passes on what it read and wrote.  The protocol itself (when to commit, mirror, arm,
+delete) is protocol.py."""
 
 from __future__ import annotations
 
@@ -108,3 +110,70 @@ def take_up_patch(d: dl.Decision, job: dict, wl: dict, counting: dl.Counting) ->
     if recorded is not None and recorded <= counting.seen:
         return None
     return {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: format_time(counting.seen, micro=True)}}}
+
+
+# ---------------------------------------------------------------------------- what the controller says
+# Each line is what `log` prints for one event of controller.py, "deadline <namespace/name>: " first.
+
+def decided_line(key: str, attempt: int, wl: dict | None, d: dl.Decision) -> str | None:
+    """Step 1's decision: after a conflict (`attempt` > 0) what the live re-read found and the decision; a commit's
+    reason; None: a decision that writes nothing, said by `say` only when its gist changes."""
+    if attempt:
+        return f"deadline {key}: re-read: {reread(wl)}; {d.why}"
+    return f"deadline {key}: {d.why}" if d.action == Action.COMMIT else None
+
+
+def no_op_line(key: str, line: str) -> str:
+    return f"deadline {key}: {line}"
+
+
+def commit_refused_line(key: str, conflict: bool, wl_name: str, resource_version: str | None) -> str:
+    """The commit was refused: 409 (the Workload is not at the version decided on) or 404 (it is gone)."""
+    if conflict:
+        return f"deadline {key}: 409 conflict on Workload rv {resource_version}; reading again"
+    return f"deadline {key}: Workload {wl_name} is gone (404); reading again"
+
+
+def committed_line(key: str, wl_name: str, seconds: float) -> str:
+    return (f"deadline {key}: committed timeout on Workload {wl_name} (spec.active=false; the write took "
+            f"{seconds * 1000:.0f} ms)")
+
+
+def still_conflicting_line(key: str, attempts: int) -> str:
+    return f"deadline {key}: still conflicting after {attempts} attempts; will retry"
+
+
+def take_up_line(key: str, wl_name: str, patch: dict, error: Exception | None) -> str:
+    """The take-up recorded on the Workload, or why it could not be (tried again at the next look)."""
+    if error is not None:
+        return f"deadline {key}: could not record the take-up on Workload {wl_name} ({error}); will try again"
+    return (f"deadline {key}: recorded the take-up {patch['metadata']['annotations'][TAKEN_UP_ANNOTATION]} on "
+            f"Workload {wl_name} (a restart counts from it)")
+
+
+def step_line(key: str, d: dl.Decision) -> str:
+    """An owner step (or a legacy step) about to be written: its reason."""
+    return f"deadline {key}: {d.why}"
+
+
+def owner_conflict_line(key: str) -> str:
+    return f"deadline {key}: Job changed under us (409); reading again"
+
+
+def legacy_commit_line(key: str, conflict: bool) -> str:
+    """The legacy protocol's deactivation, after it marked the owner: written, or refused (409)."""
+    if conflict:
+        return f"deadline {key}: LEGACY: 409 conflict deactivating the Workload; the owner keeps its terminal mark"
+    return f"deadline {key}: LEGACY: Workload deactivated"
+
+
+LEGACY_WARNING = ("deadline: running the LEGACY protocol (mark owner, then deactivate, then TTL cleanup). It reports "
+                  "running jobs failed and deletes them; it exists only to reproduce that bug.")
+
+
+def start_line(namespace: str | None, instance: str, protocol: str, rule: str, outer_factor: float, ttl: float,
+               resync: float, workers: int) -> str:
+    """What the controller watches and how it decides, said once at start."""
+    return (f"deadline: watching Jobs, Workloads and ProvisioningRequests in {namespace or 'all namespaces'} (class "
+            f"{instance}, protocol {protocol}, rule {rule}, outer bound {outer_factor:g} deadlines, cleanup TTL "
+            f"{ttl:.0f}s, resync {resync:.0f}s, {workers} workers)")

@@ -74,7 +74,7 @@ class TauClusterController:
         try:
             profiles = parse_all((tc.get("spec") or {}).get("profiles"))
         except BadProfile as e:
-            log.warning("taucluster %s: %s; nothing done", name, e)
+            log.warning("%s", patches.invalid_line(name, e))
             self._status(tc, [], str(e))
             return None
         finalizer = patches.finalizer_added(tc, mode)
@@ -103,7 +103,7 @@ class TauClusterController:
             return 0.5                          # wait for the watch to show them gone before letting go
         finalizer = patches.finalizer_removed(tc)
         if finalizer is not None:
-            log.info("taucluster %s: deleted; nothing of it is left, its finalizer goes", name)
+            log.info("%s", patches.finalized_line(name))
             self._patch_tc(tc, finalizer)
         return None
 
@@ -112,7 +112,7 @@ class TauClusterController:
         res = KINDS[w.obj["kind"]]
         md = w.obj["metadata"]
         ns = md.get("namespace")
-        log.info("taucluster %s: %s %s: %s", name, w.verb, P.describe(w.obj), w.why)
+        log.info("%s", patches.write_line(name, w))
         try:
             if w.verb == "create":
                 self._keep(res, self.k.create(res, w.obj, ns))
@@ -123,7 +123,7 @@ class TauClusterController:
                 self.k.delete(res, md["name"], ns, uid=md.get("uid"), resource_version=md.get("resourceVersion"))
             return True
         except (Conflict, NotFound) as e:
-            log.info("taucluster %s: %s %s refused (%s); looking again", name, w.verb, P.describe(w.obj), e)
+            log.info("%s", patches.write_line(name, w, e))
             return False
 
     def _keep(self, res, obj: Obj) -> None:
@@ -144,11 +144,11 @@ class TauClusterController:
         try:
             self.tauclusters.put(self.k.patch_status(TAUCLUSTER, name_of(tc), patch))
         except (NotFound, ApiError) as e:
-            log.warning("taucluster %s: status not written: %s", name_of(tc), e)
+            log.warning("%s", patches.status_not_written_line(name_of(tc), e))
 
     # ------------------------------------------------------------------ run
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
-        log.info("taucluster: watching TauClusters and their profiles' %s", ", ".join(KINDS))
+        log.info("%s", patches.watching_line(list(KINDS)))
         watches = [self.tauclusters.watch(self.k, TAUCLUSTER).start(),
                    *[self.kueue[kind].watch(self.k, res).start() for kind, res in KINDS.items()]]
         if not wait_for_caches(watches, stop, log, "taucluster"):

@@ -1,6 +1,6 @@
 """What the TauCluster controller sends besides plan.py's decisions, and when it looks again (pure; the controller is
 controller.py): the body of each kind of write, the finalizer a TauCluster gets and gives back, its status (only
-when it changed), and the wait before the next look."""
+when it changed), the wait before the next look, and every line the controller logs."""
 
 from __future__ import annotations
 
@@ -58,3 +58,28 @@ def next_look(writes: list[P.SetupWrite], plans: list[P.ProfilePlan]) -> float |
     """After every write went through: look again soon while something was written or a profile is not ready
     (Kueue's answer comes by itself), else only on the next change."""
     return NOT_READY_AGAIN if writes or not all(pl.ready.status for pl in plans) else None
+
+
+# ---------------------------------------------------------------------------- what the controller says
+
+def invalid_line(name: str, error: Exception) -> str:
+    return f"taucluster {name}: {error}; nothing done"
+
+
+def finalized_line(name: str) -> str:
+    return f"taucluster {name}: deleted; nothing of it is left, its finalizer goes"
+
+
+def write_line(name: str, w: P.SetupWrite, error: Exception | None = None) -> str:
+    """A write about to be sent (its verb, its object and why), or refused by the apiserver (`error`)."""
+    if error is None:
+        return f"taucluster {name}: {w.verb} {P.describe(w.obj)}: {w.why}"
+    return f"taucluster {name}: {w.verb} {P.describe(w.obj)} refused ({error}); looking again"
+
+
+def status_not_written_line(name: str, error: Exception) -> str:
+    return f"taucluster {name}: status not written: {error}"
+
+
+def watching_line(kinds: list[str]) -> str:
+    return "taucluster: watching TauClusters and their profiles' " + ", ".join(kinds)

@@ -51,12 +51,18 @@ RESULTS = OUT / "results.json"
 # cores: a mutant that survives costs the whole selection (measured: test_deadline_controller.py 1.5 min,
 # test_fake_ca.py 4 min, test_client_retry.py 0.5 min), a killed one less.
 SELECTION = {
-    "demo/deadline/controller.py": (["tests/cluster/test_deadline_controller.py"], 20),
+    "demo/deadline/controller.py": (["tests/cluster/test_deadline_controller.py",
+                                     "tests/cluster/test_scenarios.py::test_race_scenarios_repeatedly[race-legacy-1]"],
+                                    20),
+    "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
     "k8s/client.py": (["tests/cluster/test_client_retry.py", "tests/cluster/test_deadline_controller.py"], 20),
     "fake_ca/controller.py": (["tests/cluster/test_fake_ca.py"], 12),
     "k8s/runtime.py": (["tests/cluster/test_deadline_controller.py", "tests/cluster/test_fake_ca.py"], 12),
 }
 PYTEST = ["-q", "-p", "no:cacheprovider", "-x"]
+# Modules whose controller is a process of the cluster itself (`cluster up` starts it, from the runner's code): before
+# each run of their tests it is started again from the copy, so that the tests judge the mutant.
+FROM_COPY = {"demo/taucluster/controller.py"}
 
 
 # ---------------------------------------------------------------------------- mutants
@@ -133,6 +139,23 @@ def started_from_copy() -> list[int]:
             except OSError:
                 continue
     return out
+
+
+def taucluster_from_copy(st) -> None:
+    """The cluster's TauCluster controller stopped and started again from the copy, its ready line seen."""
+    from demo.cluster import setup
+    from k8s import poll
+    setup.stop_controller(st)
+    log = setup.controller_files(st)[1]
+    before = log.read_text(errors="replace") if log.exists() else ""
+    subprocess.run([sys.executable, "-c", "import sys; from demo.cluster import setup; from demo.cluster.state import "
+                    "State; sys.exit(0 if setup.start_controller(State.load(sys.argv[1])) else 1)", st.name],
+                   cwd=COPY, check=True)
+
+    def ready() -> bool:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return "taucluster: caches synced; ready" in (text[len(before):] if text.startswith(before) else text)
+    poll.until(ready, 120, "the TauCluster controller started from the copy to be ready", 0.5)
 
 
 def tidy(k) -> None:
@@ -258,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     from tests.cluster.conftest import BACKEND, NAME
     backends.get(BACKEND).up(NAME, UpOptions())
     selection = sorted({t for m in modules for t in SELECTION[m][0]})
+    from demo.cluster.state import State
+    from demo.cluster import setup
+    st = State.load(NAME)
+    if FROM_COPY & set(modules):
+        taucluster_from_copy(st)
     print(f"[sampled] commit {commit}: the unmutated copy against {', '.join(selection)} "
           f"(brings the shared cluster up)", flush=True)
     status, clean, first = pytest(selection, 3 * 3600, OUT / "clean.log")
@@ -266,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     results["clean_seconds"] = clean
     save(results)
     from k8s.client import Kube
-    from demo.cluster.state import State
-    k = Kube(State.load(NAME).kubeconfig)
+    from k8s.poll import WaitTimedOut
+    k = Kube(st.kubeconfig)
     t_all = time.monotonic()
     try:
         for path in modules:
@@ -285,13 +313,21 @@ def main(argv: list[str] | None = None) -> int:
                 target = COPY / path
                 target.write_text(source)
                 try:
-                    status, took, first = pytest(tests, limit, OUT / f"{name}.log")
+                    try:
+                        if path in FROM_COPY:
+                            taucluster_from_copy(st)
+                    except (WaitTimedOut, subprocess.CalledProcessError) as e:     # the mutant does not start
+                        status, took, first = "killed", 0.0, f"its controller did not start: {e}"[:300]
+                    else:
+                        status, took, first = pytest(tests, limit, OUT / f"{name}.log")
                 finally:
                     target.write_text((REPO / path).read_text())
                     tidy(k)
                 m["judged"][name] = {"status": status, "seconds": round(took), "first": first, "diff": diff(path, source)}
                 save(results)
                 print(f"[sampled] {path} {n}/{len(sample)} {name}: {status} in {took:.0f}s {first}", flush=True)
+            if path in FROM_COPY:
+                setup.start_controller(st)       # the runner's own again (tidy killed the copy's)
     finally:
         results["seconds"] = results.get("seconds", 0) + (time.monotonic() - t_all)
         save(results)

@@ -13,7 +13,7 @@ from demo.deadline import protocol as dl
 from demo.deadline import routing
 from demo.deadline import rule as R
 from demo.deadline.protocol import Action, Decision
-from k8s.keys import (CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION,
+from k8s.keys import (CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, DEADLINE_CLASS_ANNOTATION, TAKEN_UP_ANNOTATION,
                       TERMINAL_REASON_ANNOTATION, TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
 from test_deadline import ADMITTED, COMMITTED, PENDING, WL_NAME
 
@@ -214,3 +214,61 @@ def test_the_record_only_moves_earlier_and_is_written_only_when_it_changes():
 
 def deadline_job(**ann: str) -> dict:
     return job(**{DEADLINE_ANNOTATION: "60s", **ann})
+
+
+# ---------------------------------------------------------------------------- what the controller says
+
+KEY = "demo/train"
+
+
+def test_step_1s_lines_say_the_reread_a_commits_reason_and_nothing_else():
+    commit = Decision(Action.COMMIT, "deadline passed 1.0s ago; committing", resource_version="7")
+    wait = Decision(Action.WAIT, "deadline in 3.0s", after=3.0)
+    assert routing.decided_line(KEY, 0, PENDING, commit) == "deadline demo/train: deadline passed 1.0s ago; committing"
+    assert routing.decided_line(KEY, 0, PENDING, wait) is None           # said by `say`, only when it changes
+    assert routing.decided_line(KEY, 1, ADMITTED, wait) == (
+        "deadline demo/train: re-read: Admitted=True; deadline in 3.0s")
+    assert routing.decided_line(KEY, 2, PENDING, commit) == (
+        "deadline demo/train: re-read: not admitted; deadline passed 1.0s ago; committing")
+    assert routing.no_op_line(KEY, "not admitted yet; x") == "deadline demo/train: not admitted yet; x"
+
+
+def test_a_commits_outcome_is_said_word_for_word():
+    assert routing.commit_refused_line(KEY, True, WL_NAME, "41") == (
+        "deadline demo/train: 409 conflict on Workload rv 41; reading again")
+    assert routing.commit_refused_line(KEY, False, WL_NAME, "41") == (
+        f"deadline demo/train: Workload {WL_NAME} is gone (404); reading again")
+    assert routing.committed_line(KEY, WL_NAME, 0.0126) == (
+        f"deadline demo/train: committed timeout on Workload {WL_NAME} (spec.active=false; the write took 13 ms)")
+    assert routing.still_conflicting_line(KEY, 6) == (
+        "deadline demo/train: still conflicting after 6 attempts; will retry")
+
+
+def test_a_take_up_record_is_said_with_its_time_or_why_it_failed():
+    patch = {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "2026-11-29T12:00:00.000000Z"}}}
+    assert routing.take_up_line(KEY, WL_NAME, patch, None) == (
+        f"deadline demo/train: recorded the take-up 2026-11-29T12:00:00.000000Z on Workload {WL_NAME} "
+        "(a restart counts from it)")
+    assert routing.take_up_line(KEY, WL_NAME, patch, RuntimeError("503 busy")) == (
+        f"deadline demo/train: could not record the take-up on Workload {WL_NAME} (503 busy); will try again")
+
+
+def test_the_owner_steps_and_the_legacy_protocols_lines():
+    d = Decision(Action.MIRROR, "timeout committed; mirroring on the owner Job")
+    assert routing.step_line(KEY, d) == "deadline demo/train: timeout committed; mirroring on the owner Job"
+    assert routing.owner_conflict_line(KEY) == "deadline demo/train: Job changed under us (409); reading again"
+    assert routing.legacy_commit_line(KEY, False) == "deadline demo/train: LEGACY: Workload deactivated"
+    assert routing.legacy_commit_line(KEY, True) == (
+        "deadline demo/train: LEGACY: 409 conflict deactivating the Workload; the owner keeps its terminal mark")
+    assert routing.LEGACY_WARNING == (
+        "deadline: running the LEGACY protocol (mark owner, then deactivate, then TTL cleanup). It reports running "
+        "jobs failed and deletes them; it exists only to reproduce that bug.")
+
+
+def test_the_start_line_says_what_is_watched_and_how_it_decides():
+    assert routing.start_line(None, "default", "committed", R.Rule.TAKEN_UP, 4.0, 30.0, 5.0, 16) == (
+        "deadline: watching Jobs, Workloads and ProvisioningRequests in all namespaces (class default, protocol "
+        "committed, rule taken-up, outer bound 4 deadlines, cleanup TTL 30s, resync 5s, 16 workers)")
+    assert routing.start_line("demo", "race-a", "legacy", R.Rule.SUBMITTED, 2.5, 7.4, 0.5, 2) == (
+        "deadline: watching Jobs, Workloads and ProvisioningRequests in demo (class race-a, protocol legacy, rule "
+        "submitted, outer bound 2.5 deadlines, cleanup TTL 7s, resync 0s, 2 workers)")

@@ -186,3 +186,47 @@ def test_the_start_up_line_says_every_setting_and_whether_valid_until_is_honoure
         dataclasses.replace(o, scale_down_delay_after_add=20.0))
     assert outbox.options_line(dataclasses.replace(o, honor_valid_until=True, pace=False)).endswith(
         "ValidUntilSeconds HONOURED (differs from the real CA); loops NOT paced as the real CA's (--no-pace)")
+
+
+def test_the_pool_table_is_said_with_each_pools_bounds_and_boot():
+    small = dataclasses.replace(GPUPOOL, name="small", min_nodes=1, max_nodes=3, boot_seconds=14.6)
+    assert outbox.pools_line("tau-demo-system", "pools", [small]) == (
+        "fake-ca: published pool table tau-demo-system/pools: small (1..3 nodes, boot 15s)")
+    other = dataclasses.replace(small, name="other", min_nodes=0, max_nodes=7, boot_seconds=0.0)
+    assert outbox.pools_line("ns", "cm", [small, other]) == (
+        "fake-ca: published pool table ns/cm: small (1..3 nodes, boot 15s), other (0..7 nodes, boot 0s)")
+
+
+def test_a_scale_ups_lines_word_for_word():
+    assert outbox.creating_line("demo/r", ["n1", "n2"]) == "provreq demo/r: creating n1, n2"
+    assert outbox.nodes_requested_line("demo/r", ["n1", "n2"], None) == "provreq demo/r: nodes n1, n2 requested"
+    assert outbox.nodes_requested_line("demo/r", ["n1"], "12:00:15") == (
+        "provreq demo/r: nodes n1 requested; they boot until 12:00:15")
+    assert outbox.creates_failed_line("demo/r", ["n2: 500", "n3: 409"], 3, ["n1"]) == (
+        "provreq demo/r: 2 of 3 node creates failed (n2: 500; n3: 409); deleting n1 so the scale-up stays atomic")
+    assert outbox.creates_failed_line("demo/r", ["n1: 500"], 1, []) == (
+        "provreq demo/r: 1 of 1 node creates failed (n1: 500); deleting nothing so the scale-up stays atomic")
+    assert outbox.timed_out_line("not Ready within 20s", ["n1", "n2"]) == (
+        "scale-up timed out: not Ready within 20s (n1, n2)")
+
+
+def test_a_refused_write_and_a_failed_one_are_said_with_what_comes_next():
+    assert outbox.not_written_line("demo/r", KeyError("x")) == (
+        "provreq demo/r: not written (KeyError): gone or changed since it was read; the next loop reads it again")
+    assert outbox.not_deleted_line("demo/r", None) == "provreq demo/r: not deleted: made again since it was read"
+    assert outbox.not_deleted_line("demo/r", RuntimeError("503")) == (
+        "deleting provreq demo/r failed (503); the next loop tries again")
+    for what in ("deleting", "tainting", "annotating"):
+        assert outbox.node_write_failed_line(what, "n1", RuntimeError("503")) == (
+            f"{what} node n1 failed (503); the next loop tries again")
+    assert outbox.status_failed_line(RuntimeError("503")) == "writing the status ConfigMap failed (503)"
+    assert outbox.unreachable_line(RuntimeError("refused")) == "apiserver unreachable (refused); next loop in 2s"
+    assert outbox.LOOP_FAILED == "loop failed; next loop in 2s" and outbox.LOOP_RETRY == 2.0
+
+
+def test_each_scale_down_step_is_said():
+    assert outbox.scale_down_line("n1", "taint", delay=5.4) == (
+        f"scale-down: tainting n1 {TO_BE_DELETED_TAINT}; deleting it in 5s")
+    assert outbox.scale_down_line("n1", "untaint") == f"scale-down: n1 is needed again; removing {TO_BE_DELETED_TAINT}"
+    assert outbox.scale_down_line("n1", "delete", why="unneeded for 26s") == "scale-down: deleting n1: unneeded for 26s"
+    assert outbox.scale_down_line("n1", "delete") == "scale-down: deleting n1: "

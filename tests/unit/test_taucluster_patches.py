@@ -115,3 +115,17 @@ def test_the_next_look_is_soon_while_something_was_written_or_a_profile_is_not_r
     assert patches.next_look([], []) is None
     assert patches.next_look([w], [plan()]) == patches.NOT_READY_AGAIN == 2.0
     assert patches.next_look([], [plan(), plan("b", ready=False)]) == 2.0
+
+
+def test_every_line_the_controller_logs_word_for_word():
+    w = P.SetupWrite("adopt", cq(), "labelled by the profile gpu-a100-8")
+    assert patches.write_line("demo", w) == (
+        "taucluster demo: adopt ClusterQueue gpu-a100: labelled by the profile gpu-a100-8")
+    assert patches.write_line("demo", w, RuntimeError("409")) == (
+        "taucluster demo: adopt ClusterQueue gpu-a100 refused (409); looking again")
+    assert patches.invalid_line("demo", ValueError("two profiles claim ClusterQueue gpu-a100")) == (
+        "taucluster demo: two profiles claim ClusterQueue gpu-a100; nothing done")
+    assert patches.finalized_line("demo") == "taucluster demo: deleted; nothing of it is left, its finalizer goes"
+    assert patches.status_not_written_line("demo", RuntimeError("503")) == "taucluster demo: status not written: 503"
+    assert patches.watching_line(["ClusterQueue", "LocalQueue"]) == (
+        "taucluster: watching TauClusters and their profiles' ClusterQueue, LocalQueue")
