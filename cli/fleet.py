@@ -179,7 +179,8 @@ def fleet_report_cmd(runs, out):
 def fleet_pace_cmd(pairs):
     """The fake against the real autoscaler at the same loads: PAIRS are run directories, a real one then a fake one
     of the same fleet, pair after pair.  Prints the drain rate and the time to Provisioned (p50, p95) of each and the
-    fake's ratio to the real one's; exit 1 when one is off by more than 25%."""
+    fake's ratio to the real one's, one row per fleet size (several pairs of one size: the medians over its runs, and
+    each autoscaler's own range); exit 1 when one is off by more than 25%."""
     if len(pairs) % 2:
         fail("give the runs in pairs: a real one, then a fake one of the same fleet")
     loaded = []
@@ -192,7 +193,7 @@ def fleet_pace_cmd(pairs):
                  "once: its fake is run with --boot 0s)")
         loaded.append((real["gangs"], real, fake))
     rows = report.pace_rows(loaded)
-    for line in rows:
+    for line in rows + report.pace_spread(loaded):
         click.echo(line)
     sys.exit(0 if all(r.endswith("| yes |") for r in rows[2:]) else 1)
 

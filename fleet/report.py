@@ -136,16 +136,41 @@ def throughput_ratios(runs: list[tuple[str, dict]]) -> list[str]:
 PACE_TOLERANCE = 0.25      # the fake keeps the real one's pace: each figure within 25% of the real one's
 
 
+def _pace_figures(run: dict) -> list[float | None]:
+    """A run's drain rate and its time to Provisioned p50 and p95 (pure)."""
+    prov = next(p for p in run["phases"] if p["name"] == "Provisioned")
+    return [run["drain_rate"], prov["p50"], prov["p95"]]
+
+
+def _median(xs: list[float | None]) -> float | None:
+    got = sorted(x for x in xs if x is not None)
+    if not got:
+        return None
+    mid = len(got) // 2
+    return got[mid] if len(got) % 2 else (got[mid - 1] + got[mid]) / 2
+
+
+def _by_size(pairs: list[tuple[int, dict, dict]]) -> list[tuple[int, list[dict], list[dict]]]:
+    """The pairs grouped by fleet size, in the order the sizes first come (pure)."""
+    groups: dict[int, tuple[list[dict], list[dict]]] = {}
+    for n, real, fake in pairs:
+        reals, fakes = groups.setdefault(n, ([], []))
+        reals.append(real)
+        fakes.append(fake)
+    return [(n, reals, fakes) for n, (reals, fakes) in groups.items()]
+
+
 def pace_rows(pairs: list[tuple[int, dict, dict]]) -> list[str]:
-    """Fake against real at the same load, one row per fleet size (gangs, real run, fake run): the drain rate and the
-    time to Provisioned p50 and p95 of each, the fake's as a ratio of the real one's, and whether all three are
-    within PACE_TOLERANCE."""
+    """Fake against real at the same load, one row per fleet size (gangs, real run, fake run; several pairs of one
+    size: the median of each figure over that size's real runs and over its fake runs): the drain rate and the time to
+    Provisioned p50 and p95 of each, the fake's as a ratio of the real one's, and whether all three are within
+    PACE_TOLERANCE."""
     out = ["| gangs | drain real / fake (req/s) | ratio | Provisioned p50 real / fake | ratio | "
            "Provisioned p95 real / fake | ratio | within 25% |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for n, real, fake in pairs:
-        rp = next(p for p in real["phases"] if p["name"] == "Provisioned")
-        fp = next(p for p in fake["phases"] if p["name"] == "Provisioned")
-        figures = [(real["drain_rate"], fake["drain_rate"]), (rp["p50"], fp["p50"]), (rp["p95"], fp["p95"])]
+    for n, reals, fakes in _by_size(pairs):
+        rf = [_pace_figures(r) for r in reals]
+        ff = [_pace_figures(f) for f in fakes]
+        figures = [(_median([x[i] for x in rf]), _median([x[i] for x in ff])) for i in range(3)]
         ratios = [f / r if r and f is not None else None for r, f in figures]
         ok = all(x is not None and abs(x - 1) <= PACE_TOLERANCE for x in ratios)
         cells = []
@@ -153,5 +178,26 @@ def pace_rows(pairs: list[tuple[int, dict, dict]]) -> list[str]:
             fmt = "{:.2f}" if i == 0 else "{:.1f} s"
             cells += [f"{fmt.format(r) if r is not None else '–'} / {fmt.format(f) if f is not None else '–'}",
                       f"{x:.2f}" if x is not None else "–"]
-        out.append(f"| {n} | " + " | ".join(cells) + f" | {'yes' if ok else 'no'} |")
+        size = f"{n}" if len(reals) == 1 else f"{n}, median of {len(reals)} runs each"
+        out.append(f"| {size} | " + " | ".join(cells) + f" | {'yes' if ok else 'no'} |")
+    return out
+
+
+def pace_spread(pairs: list[tuple[int, dict, dict]]) -> list[str]:
+    """For each fleet size run more than once: each autoscaler's own range of each figure over its runs (pure), so
+    that a ratio can be read beside how much one autoscaler differs from itself."""
+    out = []
+    for n, reals, fakes in _by_size(pairs):
+        if len(reals) < 2:
+            continue
+        parts = []
+        for label, runs in (("real", reals), ("fake", fakes)):
+            figs = [_pace_figures(r) for r in runs]
+            ranges = []
+            for i, name in enumerate(("drain", "Provisioned p50", "p95")):
+                xs = [x[i] for x in figs if x[i] is not None]
+                fmt, unit = ("{:.2f}", "") if i == 0 else ("{:.1f}", " s")
+                ranges.append(f"{name} {fmt.format(min(xs))}–{fmt.format(max(xs))}{unit}" if xs else f"{name} –")
+            parts.append(f"{label} " + ", ".join(ranges))
+        out.append(f"{n} gangs, {len(reals)} runs each: " + "; ".join(parts))
     return out

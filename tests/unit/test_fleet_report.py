@@ -391,3 +391,31 @@ def test_a_run_admitted_within_a_second_beside_one_never_admitted_scales_the_cdf
     # the load panel's y axis goes to the most nodes or requests (1), the admitted panel's to the most admitted (3)
     assert [p.get("d") for p in root.iter(SVG + "path")] == ["M852.0,88.0", "M48.0,348.0", "M48.0,348.0",
                                                              "M48.0,608.0"]
+
+
+def test_several_runs_of_one_size_give_one_row_of_medians_and_each_autoscalers_own_range():
+    def run(drain, p50, p95):
+        return {"drain_rate": drain, "phases": [{"name": "Provisioned", "p50": p50, "p95": p95}]}
+    pairs = [(100, run(0.50, 67.4, 197.7), run(0.53, 48.8, 193.2)),
+             (50, run(1.0, 10.0, 20.0), run(1.0, 10.0, 20.0)),
+             (100, run(0.50, 46.1, 200.4), run(0.55, 50.0, 190.0)),
+             (100, run(0.40, 60.0, None), run(0.60, None, 180.0)),
+             (100, run(0.45, 50.0, 210.0), run(0.50, 47.0, 200.0))]
+    rows = report.pace_rows(pairs)
+    assert rows[2] == ("| 100, median of 4 runs each | 0.47 / 0.54 | 1.14 | 55.0 s / 48.8 s | 0.89 | "
+                       "200.4 s / 191.6 s | 0.96 | yes |")     # even counts: the mean of the middle two
+    assert rows[3] == "| 50 | 1.00 / 1.00 | 1.00 | 10.0 s / 10.0 s | 1.00 | 20.0 s / 20.0 s | 1.00 | yes |"
+    assert len(rows) == 4
+    assert report.pace_spread(pairs) == [
+        "100 gangs, 4 runs each: real drain 0.40–0.50, Provisioned p50 46.1–67.4 s, p95 197.7–210.0 s; "
+        "fake drain 0.50–0.60, Provisioned p50 47.0–50.0 s, p95 180.0–200.0 s"]
+    three = pairs[:1] + pairs[2:4]
+    assert report.pace_rows(three)[2].startswith(
+        "| 100, median of 3 runs each | 0.50 / 0.55 | 1.10 | 60.0 s / 49.4 s |")
+    nothing = [(10, run(None, None, None), run(None, None, None))] * 2
+    assert report.pace_rows(nothing)[2] == (
+        "| 10, median of 2 runs each | – / – | – | – / – | – | – / – | – | no |")
+    assert report.pace_spread(nothing) == [
+        "10 gangs, 2 runs each: real drain –, Provisioned p50 –, p95 –; "
+        "fake drain –, Provisioned p50 –, p95 –"]
+    assert report.pace_spread(pairs[1:2]) == []
