@@ -8,8 +8,10 @@ Kueue's own rule, and the scaling curve.
 - Repeated (`--runs`, at least 5 for a gate): each trial is one `tau-demo fleet run` in a fresh output directory (same
   seed, so the same fleet); a line per trial, then the mean of each figure and its limit by Kueue's rule of its
   performance suite (test/performance/scheduler/configs/*/rangespec.yaml at v0.19.2): limit = mean × 1.2, a time
-  rounded up to the next 1,000 ms.  `--write-limits FILE` writes those limits; `--gate FILE` fails (exit 1) when a
-  mean is above its limit there.
+  rounded up to the next 1,000 ms.  `--write-limits FILE` writes those limits, with the fleet they are for (its size,
+  autoscaler and `fleet run` flags); `--gate FILE` fails (exit 1) when a mean is above its limit there, and refuses
+  (exit 2, before any trial) a file written for another fleet.  bench/fleet-limits-fake.yaml and -real.yaml hold the
+  limits of docs/fleet.md's five trials.
 - The curve (`--curve N,N,...`): one run per fleet size, and what each gang costs as N grows: the control plane's CPU
   seconds per gang (kube-apiserver, etcd, Kueue, the autoscaler), the apiserver's requests per gang, the drain rate,
   the time to admission p50/p95.
@@ -120,7 +122,8 @@ def repeated(a) -> int:
     if a.gate:
         why = gate_mismatch(a, yaml.safe_load(Path(a.gate).read_text()))
         if why:
-            sys.exit(f"--gate {a.gate}: {why}")
+            print(f"--gate {a.gate}: {why}", file=sys.stderr)
+            sys.exit(2)
     trials = []
     print("\n".join(HEADER), flush=True)
     for i in range(a.runs):
