@@ -25,6 +25,7 @@ rewrite's, which is all its requests still show.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import datetime, timezone
@@ -32,8 +33,9 @@ from datetime import datetime, timezone
 import pytest
 
 from demo.deadline import protocol as dl
+from demo.deadline import routing
 from demo.deadline import rule as R
-from demo.deadline.controller import DeadlineController
+from demo.deadline.controller import DEFAULT_WORKERS, DeadlineController
 from demo.deadline.invariants import History, violations
 from k8s.client import Kube
 from k8s.keys import (ACCEPTED, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEADLINE_RULE_ANNOTATION,
@@ -55,15 +57,20 @@ GANG = "1x4"                 # the three fit the demo queue's 16 GPUs at once: e
 
 
 @pytest.fixture
-def rule_controller(kubeconfig):
+def rule_controller(kubeconfig, caplog):
     """The deadline controller of class CLASS, in-process, as its ServiceAccount, with the default rule: its
-    real informers, ready (caches synced) before the test goes on."""
+    real informers, ready (caches synced) before the test goes on, having said first how it counts."""
     c = DeadlineController(Kube(kubeconfig, impersonate=SERVICE_ACCOUNTS["deadline"]), namespace=NS,
                            cleanup_ttl=TTL, resync=1.0, instance=CLASS)
     stop, ready = threading.Event(), threading.Event()
     t = threading.Thread(target=c.run, args=(stop, ready), name="deadline-rule-test", daemon=True)
-    t.start()
-    assert ready.wait(60), "the test's deadline controller did not sync its caches"
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        t.start()
+        assert ready.wait(60), "the test's deadline controller did not sync its caches"
+    said = [r.getMessage() for r in caplog.records if r.name == "deadline"]
+    assert said[:1] == [routing.start_line(NS, CLASS, "committed", R.DEFAULT_RULE, R.DEFAULT_OUTER_FACTOR, TTL, 1.0,
+                                           DEFAULT_WORKERS)], said
+    assert "deadline: caches synced; ready" in said, said
     yield c
     stop.set()
     t.join(10)

@@ -12,9 +12,10 @@ from demo.jobs.render import job_template, render_job
 from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
-from k8s.keys import MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from k8s.keys import BOOTS_AT_ANNOTATION, MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
+from fake_ca import outbox
 from fake_ca.status import group_backoff
 from scenarios.kit.harness import NS
 from tests.cluster.conftest import HOOK_DIR, wait_for
@@ -138,6 +139,22 @@ def gang_waits_for_its_nodes(clean) -> None:
     clean.wait(lambda: is_true(clean.k.get(R.JOB, name, NS), "Complete"), 60, "Complete")
     clean.delete_job(name)
     clean.wait_pool_empty(60)      # the pool returns to 0 after the Job ends
+    boots_at = nodes[0]["metadata"]["annotations"][BOOTS_AT_ANNOTATION]
+    said_what_it_did(clean, f"{NS}/{prs[0]['metadata']['name']}", sorted(n["metadata"]["name"] for n in nodes),
+                     boots_at)
+
+
+def said_what_it_did(clean, key: str, names: list[str], boots_at: str) -> None:
+    """The fake's log says the scale-up and the scale-down it made, in outbox's words: the creates, the nodes
+    requested and until when they boot, and each node deleted (what a user reads to learn why a node came and went)."""
+    fake = next(c for c in clean.started if c.lease == "fake-ca")
+    wait_for(lambda: all(f"scale-down: deleting {n}: unneeded for " in fake.log_text() for n in names), 30,
+             what="the fake's log to say each node's deletion")
+    lines = fake.log_text().splitlines()
+    creating = [line for line in lines if f"provreq {key}: creating " in line]
+    assert len(creating) == 1 and sorted(creating[0].split(": creating ", 1)[1].split(", ")) == names, creating
+    requested = outbox.nodes_requested_line(key, names, boots_at)
+    assert any(line.endswith(requested) for line in lines), f"no line {requested!r} in the fake's log"
 
 
 def test_request_over_the_pools_max_creates_zero_nodes(node_changes, by_hand, k):
