@@ -87,6 +87,15 @@ def depth(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, float | i
             "provisioned_before": sum(1 for g in gangs.values() if g.provisioned is not None and g.provisioned < first)}
 
 
+def caught(gangs: dict[str, Gang], out_of_stock: set[str]) -> dict[str, float | int | None]:
+    """How fast a real stockout is caught: of the gangs routed to a pool out of stock, how many timed out, and the
+    time from each one's submission to its committed timeout (p50, max; None: none timed out)."""
+    waits = [g.timed_out - g.submitted for g in gangs.values() if g.name in out_of_stock
+             and g.timed_out is not None and g.submitted is not None]
+    return {"gangs": sum(1 for g in gangs.values() if g.name in out_of_stock), "timed_out": len(waits),
+            "p50": percentile(waits, 50), "max": max(waits, default=None)}
+
+
 def counts(records: list[dict], fleet_pools: set[str]) -> list[tuple[float, int, int, int, int]]:
     """(t, live nodes of the fleet's pools, pods not finished, requests pending (not yet Provisioned, Failed or
     refused), Workloads admitted) after every record of those kinds."""
@@ -147,6 +156,7 @@ def summary(gangs: dict[str, Gang], records: list[dict], out_of_stock: set[str],
                  "over_2s": sum(1 for s in sk if s > 2)},
         "firings": firings(gangs, out_of_stock),
         "depth": depth(gangs, out_of_stock),
+        "caught": caught(gangs, out_of_stock),
         "succeeded": sum(1 for g in gangs.values() if g.succeeded is not None),
         "requests": sum(len(g.requests) for g in gangs.values()),
         "peak_nodes": {p: peak_nodes(records, p) for p in sorted(fleet_pools)},

@@ -44,6 +44,11 @@ def lines(label: str, m: dict, verdicts: list) -> list[str]:
     if d.get("first_false_timeout") is not None:
         out.append(f"  the first false timeout fired {d['first_false_timeout']:.0f}s into the run, when "
                    f"{d['provisioned_before']} requests had been provisioned: the queue depth the deadline bore")
+    c = m.get("caught") or {}
+    if c.get("gangs"):
+        out.append(f"  out of stock: {c['timed_out']} of {c['gangs']} gangs timed out"
+                   + (f", {c['p50']:.0f}s after their submission (p50), {c['max']:.0f}s at most"
+                      if c.get("p50") is not None else ""))
     if m.get("cost"):
         out.append("  control plane: " + ", ".join(f"{k} {v['cpu']:.0f} CPU-s / {v['peak_mb']:.0f} MB peak"
                                                    for k, v in sorted(m["cost"].items())))

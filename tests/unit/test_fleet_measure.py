@@ -93,6 +93,19 @@ def test_the_depth_counts_the_gangs_provisioned_strictly_before_the_first_false_
     assert measure.depth(gangs, {"true"}) == {"first_false_timeout": 50, "provisioned_before": 1}
 
 
+def test_a_stockout_is_caught_from_each_out_of_stock_gangs_submission_to_its_timeout():
+    gangs = {"s1": Gang("s1", 1, submitted=2, timed_out=44),
+             "s2": Gang("s2", 1, submitted=1, timed_out=80),
+             "s3": Gang("s3", 1, submitted=5, timed_out=46),
+             "s4": Gang("s4", 1, submitted=3),                       # out of stock, never timed out: not caught
+             "s5": Gang("s5", 1, timed_out=9),                       # never seen submitted: no wait to count
+             "in": Gang("in", 1, submitted=0, timed_out=40)}         # in stock: a false one, not counted here
+    stock = {"s1", "s2", "s3", "s4", "s5"}
+    assert measure.caught(gangs, stock) == {"gangs": 5, "timed_out": 3, "p50": 42, "max": 79}   # 41, 42, 79
+    assert measure.caught(gangs, set()) == {"gangs": 0, "timed_out": 0, "p50": None, "max": None}
+    assert measure.caught(gangs, {"s4"}) == {"gangs": 1, "timed_out": 0, "p50": None, "max": None}
+
+
 # ---------------------------------------------------------------------------- counts over time
 
 def test_the_counts_after_every_record_of_a_counted_kind():
@@ -161,6 +174,7 @@ def test_the_summary_holds_every_figure():
         "skew": {"gangs": 2, "p50": 0.5, "p95": 2.5, "max": 2.5, "over_2s": 1},
         "firings": {"total": 1, "false": 1, "true": 0, "cause:waiting": 1, "bound:budget": 1},
         "depth": {"first_false_timeout": 30.0, "provisioned_before": 2},
+        "caught": {"gangs": 1, "timed_out": 0, "p50": None, "max": None},       # b: out of stock, not timed out
         "succeeded": 1,
         "requests": 4,
         "peak_nodes": {"fleet-p0": 2, "fleet-p1": 1},
@@ -171,8 +185,8 @@ def test_the_summary_holds_every_figure():
         "series": [(1, 1, 0, 0), (2, 2, 0, 0), (5, 2, 0, 1), (6, 3, 0, 1), (7, 2, 0, 1), (9, 2, 1, 1),
                    (12.5, 2, 1, 1)],
     }
-    assert list(m) == ["gangs", "phases", "drain_rate", "admission_rate", "skew", "firings", "depth", "succeeded",
-                       "requests", "peak_nodes", "pod_start_count", "records", "span", "admission_cdf", "series"]
+    assert list(m) == ["gangs", "phases", "drain_rate", "admission_rate", "skew", "firings", "depth", "caught",
+                       "succeeded", "requests", "peak_nodes", "pod_start_count", "records", "span", "admission_cdf", "series"]
 
 
 def test_the_summary_of_nothing():

@@ -419,3 +419,17 @@ def test_several_runs_of_one_size_give_one_row_of_medians_and_each_autoscalers_o
         "10 gangs, 2 runs each: real drain –, Provisioned p50 –, p95 –; "
         "fake drain –, Provisioned p50 –, p95 –"]
     assert report.pace_spread(pairs[1:2]) == []
+
+
+def test_how_fast_a_stockout_was_caught_is_said_when_a_pool_was_out_of_stock():
+    m = {"gangs": 4, "succeeded": 2, "requests": 4, "span": 90.0,
+         "firings": {"total": 2, "false": 0, "true": 2}, "phases": [],
+         "drain_rate": 2.0, "admission_rate": 4.0,
+         "skew": {"gangs": 0, "p50": None, "p95": None, "max": None, "over_2s": 0},
+         "caught": {"gangs": 3, "timed_out": 2, "p50": 41.4, "max": 60.6}}
+    assert report.lines("fake", m, [])[-1] == (
+        "  out of stock: 2 of 3 gangs timed out, 41s after their submission (p50), 61s at most")
+    m["caught"] = {"gangs": 3, "timed_out": 0, "p50": None, "max": None}
+    assert report.lines("fake", m, [])[-1] == "  out of stock: 0 of 3 gangs timed out"
+    m["caught"] = {"gangs": 0, "timed_out": 0, "p50": None, "max": None}
+    assert not any("out of stock:" in line for line in report.lines("fake", m, []))
