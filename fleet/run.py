@@ -363,11 +363,13 @@ FLEET_SELECTOR = f"{TAUCLUSTER_LABEL}={TAUCLUSTER_NAME}"
 
 
 # The fake runs with the timings `tau-demo real-ca` gives the real one (its scan interval, its scale-down after
-# unneeded and after a scale-up) and the booking of 1.36.1 (10 minutes, not ended by the consuming pods: 1.37's
-# rule, the fake's default, lets a finished gang's nodes be taken up at once), so that the two differ in nothing
-# but themselves at fleet scale.
+# unneeded and after a scale-up, and the retry of a request answered CapacityIsNotFound: 1.36.1's defaults, 1 minute
+# doubling to 10, where the fake's own 5 s doubling to 20 s would spend the loop's one request on refused requests
+# again and again) and the booking of 1.36.1 (10 minutes, not ended by the consuming pods: 1.37's rule, the fake's
+# default, lets a finished gang's nodes be taken up at once), so that the two differ in nothing but themselves at
+# fleet scale.
 FAKE_AS_REAL = ("--scan-interval", "10s", "--scale-down-unneeded", "20s", "--scale-down-delay-after-add", "20s",
-                "--booking", "10m", "--no-booking-consumed")
+                "--initial-backoff", "1m", "--max-backoff", "10m", "--booking", "10m", "--no-booking-consumed")
 
 
 def autoscaler_argv(autoscaler: str, pools_file: Path, flags: tuple[str, ...] = ()) -> list[str]:

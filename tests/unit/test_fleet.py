@@ -4,12 +4,13 @@ invariants (each shown failing on a log that breaks it), the report."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from demo.taucluster.profile import objects, parse_all
 from fleet import checks, events, measure, report
-from fleet.run import ca_log_path, progress_line, real_ca_loops, requests_by_verb
+from fleet.run import autoscaler_argv, ca_log_path, progress_line, real_ca_loops, requests_by_verb
 from fleet.spec import (COHORT, FleetError, FleetSpec, parse_shapes, plan, pool_name, pools_document, queue_name,
                         summary, taucluster, without_check)
 from k8s.pools import parse_pools
@@ -418,3 +419,16 @@ def test_a_request_made_again_under_the_same_name_is_another_request():
     same = log + [{**pr(30, "pr-a", "wl-a", provisioned="False"), "uid": "u1"},
                   {**pr(31, "pr-a", "wl-a", provisioned="True"), "uid": "u1"}]
     assert not verdicts(same, {"a": 2})[name].ok
+
+
+def test_the_fleets_fake_runs_with_the_timings_the_real_one_is_given():
+    """`tau-demo real-ca` gives the real one a 10 s scan interval, 20 s of unneeded time and of delay after a scale-up,
+    and leaves 1.36.1's request retry (1 minute doubling to 10) and booking (10 minutes, not ended by its pods)."""
+    fake = autoscaler_argv("fake", Path("/p.yaml"), ("--no-pace",))
+    assert fake[:3] == ["fake-ca", "--pools", "/p.yaml"] and fake[-1] == "--no-pace"
+    flags = dict(zip(fake[3:-2:2], fake[4:-2:2]))
+    assert flags == {"--scan-interval": "10s", "--scale-down-unneeded": "20s", "--scale-down-delay-after-add": "20s",
+                     "--initial-backoff": "1m", "--max-backoff": "10m", "--booking": "10m"}
+    assert fake[-2] == "--no-booking-consumed"
+    assert autoscaler_argv("real", Path("/p.yaml"), ("--v=4",)) == ["real-ca", "--pools", "/p.yaml", "--", "--v=4"]
+    assert autoscaler_argv("real", Path("/p.yaml")) == ["real-ca", "--pools", "/p.yaml"]
