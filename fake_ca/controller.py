@@ -274,13 +274,13 @@ class FakeCA:
             self._patch_node(n, {UNNEEDED_ANNOTATION: None})
         self._marked += len(plan.mark) + len(plan.clear)
         for n in plan.taint:
-            log.info("%s", outbox.scale_down_line(n, "taint", delay=self.opts.node_delete_delay_after_taint))
+            log.info("%s", outbox.tainting_line(n, self.opts.node_delete_delay_after_taint))
             self._taint_node(n, outbox.to_be_deleted(now))
         for n in plan.untaint:
-            log.info("%s", outbox.scale_down_line(n, "untaint"))
+            log.info("%s", outbox.untainting_line(n))
             self._taint_node(n, None)
         for n in plan.delete:
-            log.info("%s", outbox.scale_down_line(n, "delete", why=plan.why.get(n, "")))
+            log.info("%s", outbox.deleting_line(n, plan.why.get(n, "")))
             self._delete_node(n)
         if plan.delete:
             for line in outbox.pool_lines(nodes, plan.delete, self.pools):

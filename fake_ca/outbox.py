@@ -159,12 +159,16 @@ def node_write_failed_line(what: str, name: str, error: Exception) -> str:
     return f"{what} node {name} failed ({error}); the next loop tries again"
 
 
-def scale_down_line(node: str, action: str, why: str = "", delay: float = 0.0) -> str:
-    """A scale-down step on a node (`action`: taint, untaint or delete)."""
-    if action == "taint":
-        return f"scale-down: tainting {node} {TO_BE_DELETED_TAINT}; deleting it in {delay:.0f}s"
-    if action == "untaint":
-        return f"scale-down: {node} is needed again; removing {TO_BE_DELETED_TAINT}"
+def tainting_line(node: str, delay: float) -> str:
+    """A scale-down begins: the node tainted ToBeDeleted, deleted once tainted `delay` seconds."""
+    return f"scale-down: tainting {node} {TO_BE_DELETED_TAINT}; deleting it in {delay:.0f}s"
+
+
+def untainting_line(node: str) -> str:
+    return f"scale-down: {node} is needed again; removing {TO_BE_DELETED_TAINT}"
+
+
+def deleting_line(node: str, why: str) -> str:
     return f"scale-down: deleting {node}: {why}"
 
 

@@ -147,6 +147,13 @@ def _pace_figures(run: dict) -> list[float | None]:
     return [run["drain_rate"], prov["p50"], prov["p95"]]
 
 
+def _pace_cell(i: int, x: float | None, unit: bool = True) -> str:
+    """A pace figure as the table shows it: the drain (i 0) with two decimals, a time with one and its unit."""
+    if x is None:
+        return "–"
+    return f"{x:.2f}" if i == 0 else f"{x:.1f} s" if unit else f"{x:.1f}"
+
+
 def _median(xs: list[float | None]) -> float | None:
     got = sorted(x for x in xs if x is not None)
     if not got:
@@ -180,9 +187,7 @@ def pace_rows(pairs: list[tuple[int, dict, dict]]) -> list[str]:
         ok = all(x is not None and abs(x - 1) <= PACE_TOLERANCE for x in ratios)
         cells = []
         for i, ((r, f), x) in enumerate(zip(figures, ratios)):
-            fmt = "{:.2f}" if i == 0 else "{:.1f} s"
-            cells += [f"{fmt.format(r) if r is not None else '–'} / {fmt.format(f) if f is not None else '–'}",
-                      f"{x:.2f}" if x is not None else "–"]
+            cells += [f"{_pace_cell(i, r)} / {_pace_cell(i, f)}", f"{x:.2f}" if x is not None else "–"]
         size = f"{n}" if len(reals) == 1 else f"{n}, median of {len(reals)} runs each"
         out.append(f"| {size} | " + " | ".join(cells) + f" | {'yes' if ok else 'no'} |")
     return out
@@ -201,8 +206,8 @@ def pace_spread(pairs: list[tuple[int, dict, dict]]) -> list[str]:
             ranges = []
             for i, name in enumerate(("drain", "Provisioned p50", "p95")):
                 xs = [x[i] for x in figs if x[i] is not None]
-                fmt, unit = ("{:.2f}", "") if i == 0 else ("{:.1f}", " s")
-                ranges.append(f"{name} {fmt.format(min(xs))}–{fmt.format(max(xs))}{unit}" if xs else f"{name} –")
+                ranges.append(f"{name} {_pace_cell(i, min(xs), unit=False)}–{_pace_cell(i, max(xs))}" if xs
+                              else f"{name} –")
             parts.append(f"{label} " + ", ".join(ranges))
         out.append(f"{n} gangs, {len(reals)} runs each: " + "; ".join(parts))
     return out

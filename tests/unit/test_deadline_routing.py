@@ -240,6 +240,7 @@ def test_a_commits_outcome_is_said_word_for_word():
         f"deadline demo/train: Workload {WL_NAME} is gone (404); reading again")
     assert routing.committed_line(KEY, WL_NAME, 0.0126) == (
         f"deadline demo/train: committed timeout on Workload {WL_NAME} (spec.active=false; the write took 13 ms)")
+    assert routing.committed_line(KEY, WL_NAME, 2.0).endswith("the write took 2000 ms)")
     assert routing.still_conflicting_line(KEY, 6) == (
         "deadline demo/train: still conflicting after 6 attempts; will retry")
 

@@ -204,6 +204,8 @@ def test_a_scale_ups_lines_word_for_word():
         "provreq demo/r: nodes n1 requested; they boot until 12:00:15")
     assert outbox.creates_failed_line("demo/r", ["n2: 500", "n3: 409"], 3, ["n1"]) == (
         "provreq demo/r: 2 of 3 node creates failed (n2: 500; n3: 409); deleting n1 so the scale-up stays atomic")
+    assert outbox.creates_failed_line("demo/r", ["n3: 500"], 3, ["n1", "n2"]).endswith(
+        "(n3: 500); deleting n1, n2 so the scale-up stays atomic")
     assert outbox.creates_failed_line("demo/r", ["n1: 500"], 1, []) == (
         "provreq demo/r: 1 of 1 node creates failed (n1: 500); deleting nothing so the scale-up stays atomic")
     assert outbox.timed_out_line("not Ready within 20s", ["n1", "n2"]) == (
@@ -225,8 +227,6 @@ def test_a_refused_write_and_a_failed_one_are_said_with_what_comes_next():
 
 
 def test_each_scale_down_step_is_said():
-    assert outbox.scale_down_line("n1", "taint", delay=5.4) == (
-        f"scale-down: tainting n1 {TO_BE_DELETED_TAINT}; deleting it in 5s")
-    assert outbox.scale_down_line("n1", "untaint") == f"scale-down: n1 is needed again; removing {TO_BE_DELETED_TAINT}"
-    assert outbox.scale_down_line("n1", "delete", why="unneeded for 26s") == "scale-down: deleting n1: unneeded for 26s"
-    assert outbox.scale_down_line("n1", "delete") == "scale-down: deleting n1: "
+    assert outbox.tainting_line("n1", 5.4) == f"scale-down: tainting n1 {TO_BE_DELETED_TAINT}; deleting it in 5s"
+    assert outbox.untainting_line("n1") == f"scale-down: n1 is needed again; removing {TO_BE_DELETED_TAINT}"
+    assert outbox.deleting_line("n1", "unneeded for 26s") == "scale-down: deleting n1: unneeded for 26s"

@@ -104,6 +104,8 @@ def test_a_stockout_is_caught_from_each_out_of_stock_gangs_submission_to_its_tim
     assert measure.caught(gangs, stock) == {"gangs": 5, "timed_out": 3, "p50": 42, "max": 79}   # 41, 42, 79
     assert measure.caught(gangs, set()) == {"gangs": 0, "timed_out": 0, "p50": None, "max": None}
     assert measure.caught(gangs, {"s4"}) == {"gangs": 1, "timed_out": 0, "p50": None, "max": None}
+    gangs["s6"] = Gang("s6", 1, submitted=0, timed_out=50)
+    assert measure.caught(gangs, stock | {"s6"})["p50"] == 42          # 41, 42, 50, 79: the 2nd of 4 (nearest rank)
 
 
 # ---------------------------------------------------------------------------- counts over time
