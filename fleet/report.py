@@ -147,11 +147,14 @@ def _pace_figures(run: dict) -> list[float | None]:
     return [run["drain_rate"], prov["p50"], prov["p95"]]
 
 
-def _pace_cell(i: int, x: float | None, unit: bool = True) -> str:
-    """A pace figure as the table shows it: the drain (i 0) with two decimals, a time with one and its unit."""
-    if x is None:
-        return "–"
-    return f"{x:.2f}" if i == 0 else f"{x:.1f} s" if unit else f"{x:.1f}"
+def _pace_number(i: int, x: float) -> str:
+    """A pace figure's number: the drain (i 0) with two decimals, a time with one."""
+    return f"{x:.2f}" if i == 0 else f"{x:.1f}"
+
+
+def _pace_cell(i: int, x: float | None) -> str:
+    """A pace figure as the table shows it: its number, and a time's unit."""
+    return "–" if x is None else _pace_number(i, x) + ("" if i == 0 else " s")
 
 
 def _median(xs: list[float | None]) -> float | None:
@@ -206,7 +209,7 @@ def pace_spread(pairs: list[tuple[int, dict, dict]]) -> list[str]:
             ranges = []
             for i, name in enumerate(("drain", "Provisioned p50", "p95")):
                 xs = [x[i] for x in figs if x[i] is not None]
-                ranges.append(f"{name} {_pace_cell(i, min(xs), unit=False)}–{_pace_cell(i, max(xs))}" if xs
+                ranges.append(f"{name} {_pace_number(i, min(xs))}–{_pace_cell(i, max(xs))}" if xs
                               else f"{name} –")
             parts.append(f"{label} " + ", ".join(ranges))
         out.append(f"{n} gangs, {len(reals)} runs each: " + "; ".join(parts))

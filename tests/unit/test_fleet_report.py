@@ -419,6 +419,9 @@ def test_several_runs_of_one_size_give_one_row_of_medians_and_each_autoscalers_o
         "10 gangs, 2 runs each: real drain –, Provisioned p50 –, p95 –; "
         "fake drain –, Provisioned p50 –, p95 –"]
     assert report.pace_spread(pairs[1:2]) == []
+    assert report.pace_spread(pairs[1:2] + pairs[:1] + pairs[2:3]) == [      # a size run once before one run twice
+        "100 gangs, 2 runs each: real drain 0.50–0.50, Provisioned p50 46.1–67.4 s, p95 197.7–200.4 s; "
+        "fake drain 0.53–0.55, Provisioned p50 48.8–50.0 s, p95 190.0–193.2 s"]
 
 
 def test_how_fast_a_stockout_was_caught_is_said_when_a_pool_was_out_of_stock():
