@@ -33,6 +33,7 @@ from k8s.keys import (CA_STATUS, DEADLINE_CLASS_ANNOTATION, FAKE_CA_LEASE, POOL_
                       TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
 from k8s.resources import (CLUSTER_QUEUE, CONFIG_MAP, JOB, LOCAL_QUEUE, NAMESPACE, NODE, POD, PROVREQ,
                            RESOURCE_FLAVOR, TAUCLUSTER, WORKLOAD, Resource)
+from k8s.objects import meta
 from k8s.tape import Tape
 from scenarios.kit.controllers import READY_LINE, Controller, controllers_dir
 
@@ -356,7 +357,16 @@ class Fleet:
             else:
                 keep = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
                         "data": before.get("data") or {}}
-                self.k.apply(CONFIG_MAP, keep, MANAGER)
+                self.k.apply(CONFIG_MAP, keep, restoring_manager(before))
+
+
+def restoring_manager(cm: dict) -> str:
+    """The field manager a ConfigMap the run found is put back with: the one that wrote it last (pure).  Who writes
+    the autoscaler's status ConfigMap says whose it is (demo/realca/coexist.status_age): put back under the fleet's own
+    name, a fake's leftover would read as a real autoscaler's written just now, and the next fake would refuse to
+    start.  The fleet's own name only when the ConfigMap names no writer."""
+    fields = [f for f in meta(cm).get("managedFields") or [] if isinstance(f, dict) and f.get("manager")]
+    return max(fields, key=lambda f: f.get("time") or "")["manager"] if fields else MANAGER
 
 
 FLEET_SELECTOR = f"{TAUCLUSTER_LABEL}={TAUCLUSTER_NAME}"

@@ -12,7 +12,7 @@ from demo.jobs.render import job_template, render_job
 from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
-from k8s.keys import BOOTS_AT_ANNOTATION, MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from k8s.keys import BOOTS_AT_ANNOTATION, CA_STATUS, MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca import outbox
@@ -252,12 +252,14 @@ def test_kill_9_between_the_node_creates_and_the_condition_write(clean, by_hand,
 def test_controllers_run_with_least_privilege(k, ctx):
     review = R.SUBJECT_ACCESS_REVIEW
 
-    def can(user, verb, resource, group="", namespace=None, sub=None):
+    def can(user, verb, resource, group="", namespace=None, sub=None, name=None):
         attrs = {"verb": verb, "resource": resource, "group": group}
         if namespace:
             attrs["namespace"] = namespace
         if sub:
             attrs["subresource"] = sub
+        if name:
+            attrs["name"] = name
         out = k.create(review, {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                                 "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
                                          "resourceAttributes": attrs}})
@@ -267,6 +269,9 @@ def test_controllers_run_with_least_privilege(k, ctx):
     assert can(ca, "create", "nodes") and can(ca, "patch", "provisioningrequests", "autoscaling.x-k8s.io", NS, "status")
     assert not can(ca, "delete", "jobs", "batch", NS)
     assert not can(ca, "patch", "workloads", "kueue.x-k8s.io", NS)
+    # its status ConfigMap goes with it when it stops, as the real one's does; no other ConfigMap may it delete
+    assert can(ca, "delete", "configmaps", namespace=CA_STATUS[0], name=CA_STATUS[1])
+    assert not can(ca, "delete", "configmaps", namespace=CA_STATUS[0], name="kube-proxy")
     assert can(dl, "patch", "workloads", "kueue.x-k8s.io", NS) and can(dl, "delete", "jobs", "batch", NS)
     assert not can(dl, "create", "nodes") and not can(dl, "patch", "provisioningrequests", "autoscaling.x-k8s.io", NS)
     # and the controllers in this session actually run under those identities (see the ctx fixture)

@@ -4,6 +4,7 @@ invariants (each shown failing on a log that breaks it), the report."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -432,3 +433,21 @@ def test_the_fleets_fake_runs_with_the_timings_the_real_one_is_given():
     assert fake[-2] == "--no-booking-consumed"
     assert autoscaler_argv("real", Path("/p.yaml"), ("--v=4",)) == ["real-ca", "--pools", "/p.yaml", "--", "--v=4"]
     assert autoscaler_argv("real", Path("/p.yaml")) == ["real-ca", "--pools", "/p.yaml"]
+
+
+def test_a_configmap_the_run_found_is_put_back_by_the_manager_that_wrote_it_last():
+    from demo.realca import coexist
+    from fleet.run import MANAGER, restoring_manager
+    from k8s.keys import FAKE_CA_FIELD_MANAGER
+    fake_left = {"metadata": {"managedFields": [{"manager": FAKE_CA_FIELD_MANAGER, "time": "2026-12-05T18:00:00Z"}]}}
+    assert restoring_manager(fake_left) == FAKE_CA_FIELD_MANAGER
+    put_back = {"metadata": {"managedFields": [{"manager": restoring_manager(fake_left),
+                                                "time": "2026-12-05T18:05:00Z"}]}}
+    now = datetime(2026, 12, 5, 18, 5, 1, tzinfo=timezone.utc)
+    assert coexist.status_age(put_back, now) is None                      # still the fake's: no real CA running
+    mixed = {"metadata": {"managedFields": [{"manager": "cluster-autoscaler", "time": "2026-12-05T18:01:00Z"},
+                                            {"manager": FAKE_CA_FIELD_MANAGER, "time": "2026-12-05T17:00:00Z"},
+                                            {"time": "2026-12-05T19:00:00Z"}]}}
+    assert restoring_manager(mixed) == "cluster-autoscaler"
+    assert restoring_manager({"metadata": {}}) == MANAGER
+    assert restoring_manager({"metadata": {"managedFields": [{"manager": "", "time": "t"}]}}) == MANAGER
