@@ -119,8 +119,9 @@ def gate_mismatch(a, written: dict) -> str | None:
 
 
 def repeated(a) -> int:
-    if a.gate:
-        why = gate_mismatch(a, yaml.safe_load(Path(a.gate).read_text()))
+    written = yaml.safe_load(Path(a.gate).read_text()) if a.gate else None
+    if written is not None:
+        why = gate_mismatch(a, written)
         if why:
             print(f"--gate {a.gate}: {why}", file=sys.stderr)
             sys.exit(2)
@@ -138,9 +139,8 @@ def repeated(a) -> int:
     if a.write_limits:
         Path(a.write_limits).write_text(yaml.safe_dump({**fleet_of(a), "trials": len(trials), "limits": lim},
                                                        sort_keys=False))
-    if a.gate:
-        gate = yaml.safe_load(Path(a.gate).read_text())["limits"]
-        bad = over(trials, gate)
+    if written is not None:
+        bad = over(trials, written["limits"])
         print("gate: " + ("; ".join(bad) if bad else f"every mean within {a.gate}'s limits"))
         return 1 if bad else 0
     return 0
