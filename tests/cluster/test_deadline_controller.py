@@ -35,8 +35,8 @@ from k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, D
                            DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, JOB_UID_LABEL, MIRROR_KEYS,
                            PARAM_BOOT_SECONDS, PARAM_STOCKOUT, QUOTA_RESERVED, SERVICE_ACCOUNTS,
                            TERMINAL_TIME_ANNOTATION, TERMINAL_WORKLOAD_ANNOTATION)
-from k8s.objects import annotations, is_true, parse_time
-from k8s.resources import JOB, WORKLOAD
+from k8s.objects import annotations, is_true, name_of, owned_by, parse_time
+from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.runtime import WorkQueue
 from scenarios.walkthrough import race
 from scenarios.kit.harness import NS
@@ -536,3 +536,82 @@ def test_a_job_write_that_conflicts_reads_live_and_does_not_write_twice(submit, 
     assert len(written(h.jobs, CLEANUP_AFTER_ANNOTATION)) == 1, "one arm"
     assert steps(h.jobs) == ["unmarked", "mirrored", "armed"]
     assert annotations(h.jobs[-1])[TERMINAL_WORKLOAD_ANNOTATION] == wl_name
+
+
+# ---------------------------------------------------------------------------- the informers
+
+class Routed(WorkQueue):
+    """The controller's work queue, noting every key put in at once (an informer's event, the caches' sync, a
+    resync): its timers go in by themselves and are not noted."""
+
+    def __init__(self):
+        super().__init__()
+        self.routed: list[tuple[float, str]] = []
+
+    def add(self, key: str, after: float = 0.0, urgent: bool = False) -> None:
+        if after <= 0:
+            self.routed.append((time.monotonic(), key))
+        super().add(key, after, urgent)
+
+
+ELSEWHERE = "default"        # a namespace the namespaced controller must not see
+
+
+def elsewhere(k: Kube, name: str) -> None:
+    """A Job of the test's class and a ProvisioningRequest in ELSEWHERE (suspended, no queue: Kueue and the
+    autoscalers leave them be)."""
+    k.create(JOB, {"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": name, "annotations": {DEADLINE_CLASS_ANNOTATION: CLASS}},
+                   "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
+                                                                   "containers": [{"name": "c", "image": "none"}]}}}},
+             ELSEWHERE)
+    k.create(PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                       "metadata": {"name": name},
+                       "spec": {"provisioningClassName": "tau-demo.io/handled-by-nobody",
+                                "podSets": [{"count": 1, "podTemplateRef": {"name": name}}]}}, ELSEWHERE)
+
+
+def test_each_watch_routes_a_change_to_its_jobs_key_and_sees_only_its_namespace(submit, no_autoscaler, k,
+                                                                                 deadline_kube):
+    # The controller with its real informers and no resync: only a watch event can put a key in its queue. Each of
+    # the three watches is judged by a change to its kind alone (someone else's annotation), with nothing else
+    # writing (no autoscaler runs, the Job's deadline is far): the Job's key comes in within seconds. And a
+    # namespaced controller lists and watches its namespace only: another namespace's Job of its class and request
+    # are never cached, nor their keys queued.
+    name, job, wl = submit("600s")
+    key = f"{NS}/{name}"
+    alien = f"{name}-elsewhere"
+    elsewhere(k, alien)
+    try:
+        pr = wait_for(lambda: next((p for p in k.list(PROVREQ, NS)[0]
+                                    if owned_by(p, wl["metadata"]["uid"], controller=False)), None), 60,
+                      what=f"Kueue to create {name}'s ProvisioningRequest")
+        queue = Routed()
+        c = DeadlineController(deadline_kube, namespace=NS, instance=CLASS, resync=3600.0, queue=queue)
+        stop, ready = threading.Event(), threading.Event()
+        t = threading.Thread(target=c.run, args=(stop, ready), name="deadline-routed-test", daemon=True)
+        t.start()
+        try:
+            assert ready.wait(60), "the test's deadline controller did not sync its caches"
+            cached = {store: {name_of(o) for o in getattr(c, store).items()} for store in ("jobs", "workloads",
+                                                                                             "provreqs")}
+            assert key in cached["jobs"] and name_of(wl) in cached["workloads"] and name_of(pr) in cached["provreqs"], \
+                cached
+            for res, obj in ((JOB, job), (WORKLOAD, wl), (PROVREQ, pr)):
+                # quiet first: nothing queued for 2 s (the sync's keys and any write before this one are done)
+                wait_for(lambda: not queue.routed or time.monotonic() - queue.routed[-1][0] > 2.0, 30,
+                         what="the controller's queue to be quiet")
+                since = time.monotonic()
+                touch(k, res, obj["metadata"]["name"], res.kind)
+                wait_for(lambda: any(t_ >= since and k_ == key for t_, k_ in queue.routed), 10,
+                         what=f"a change to the {res.kind} alone to queue its Job's key {key}")
+            cached = {store: {name_of(o) for o in getattr(c, store).items()} for store in ("jobs", "workloads",
+                                                                                             "provreqs")}
+            assert all(n.startswith(f"{NS}/") for names in cached.values() for n in names), cached
+            assert all(k_.startswith(f"{NS}/") for _, k_ in queue.routed), queue.routed
+        finally:
+            stop.set()
+            t.join(10)
+    finally:
+        k.delete(PROVREQ, alien, ELSEWHERE)
+        k.delete(JOB, alien, ELSEWHERE, propagation="Background")
