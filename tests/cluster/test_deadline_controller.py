@@ -567,7 +567,7 @@ def elsewhere(k: Kube, name: str) -> None:
              ELSEWHERE)
     k.create(PROVREQ, {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
                        "metadata": {"name": name},
-                       "spec": {"provisioningClassName": "tau-demo.io/handled-by-nobody",
+                       "spec": {"provisioningClassName": "handled-by-nobody.tau-demo.io",
                                 "podSets": [{"count": 1, "podTemplateRef": {"name": name}}]}}, ELSEWHERE)
 
 
@@ -581,8 +581,8 @@ def test_each_watch_routes_a_change_to_its_jobs_key_and_sees_only_its_namespace(
     name, job, wl = submit("600s")
     key = f"{NS}/{name}"
     alien = f"{name}-elsewhere"
-    elsewhere(k, alien)
     try:
+        elsewhere(k, alien)
         pr = wait_for(lambda: next((p for p in k.list(PROVREQ, NS)[0]
                                     if owned_by(p, wl["metadata"]["uid"], controller=False)), None), 60,
                       what=f"Kueue to create {name}'s ProvisioningRequest")
