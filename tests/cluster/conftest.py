@@ -133,6 +133,38 @@ def k(kubeconfig) -> Kube:
     return Kube(kubeconfig)
 
 
+LOGGING_ERROR = "--- Logging error ---"      # what Python's logging prints in place of a line it could not format
+
+
+def logging_errors(text: str) -> list[str]:
+    """The lines a process's log lost: for each of logging's error reports in `text`, its Message and Arguments."""
+    out = []
+    for block in text.split(LOGGING_ERROR)[1:]:
+        said = [line for line in block.splitlines() if line.startswith(("Message: ", "Arguments: "))][:2]
+        out.append(" ".join(said) or "(a line it could not write)")
+    return out
+
+
+def log_sizes(root: Path) -> dict[Path, int]:
+    return {p: p.stat().st_size for p in root.rglob("*.log") if p.is_file()}
+
+
+@pytest.fixture(autouse=True)
+def every_line_logged():
+    """After each cluster test: no process under the session's state (the controllers it started, the cluster's
+    TauCluster controller, a race's own deadline controllers) lost a log line while the test ran, as it does when a
+    line's format does not fit its arguments.  Read in what each log file grew by during the test."""
+    root = Path(os.environ.get("TAU_DEMO_STATE") or "/nonexistent")
+    before = log_sizes(root) if root.is_dir() else {}
+    yield
+    lost = []
+    for path, size in (log_sizes(root) if root.is_dir() else {}).items():
+        with open(path, "rb") as f:
+            f.seek(before.get(path, 0) if before.get(path, 0) <= size else 0)
+            lost += [f"{path.name}: {e}" for e in logging_errors(f.read().decode(errors="replace"))]
+    assert not lost, "a process lost log lines during this test: " + "; ".join(lost)
+
+
 @pytest.fixture
 def unique():
     return uuid.uuid4().hex[:5]

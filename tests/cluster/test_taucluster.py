@@ -61,6 +61,7 @@ def test_the_demo_taucluster_is_ready_and_preflight_takes_its_word(k, controller
     tc = k.get(TAUCLUSTER, DEMO_TAUCLUSTER)
     reading = tauclusters_.reading(tc, PROFILE, heartbeat.alive(k, TAUCLUSTER_LEASE))
     assert (reading.mode, reading.ready, reading.reason, reading.stale) == (MODE_MANAGE, True, P.READY, "")
+    assert "invalid" not in tc["status"], f"a valid TauCluster's status says it is invalid: {tc['status']}"
     for obj in objects(parse_profile(tauclusters_.profile_spec(tc, PROFILE)), DEMO_TAUCLUSTER):
         live = k.get(KINDS[obj["kind"]], meta(obj)["name"], meta(obj).get("namespace"))
         assert labels(live).get(TAUCLUSTER_LABEL) == DEMO_TAUCLUSTER, f"{P.describe(obj)} is not the TauCluster's"

@@ -105,3 +105,24 @@ def test_a_metric_this_cluster_does_not_serve_is_not_asked_again():
     with pytest.raises(NotServed):
         verdict(read)
     assert len(calls) == 1
+
+
+def test_a_log_line_whose_format_does_not_fit_is_reported_as_lost():
+    # what every cluster test checks of the processes' logs after it (tests/cluster/conftest.py every_line_logged):
+    # logging's own report of a line it could not format, made here by logging itself, is found and named
+    import contextlib
+    import logging
+    from tests.cluster.conftest import logging_errors
+    log = logging.getLogger("tau-test-lost-line")
+    log.propagate = False
+    log.addHandler(logging.StreamHandler(io.StringIO()))
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        log.warning("%s", "taucluster demo: kept")
+        log.warning("%S", "taucluster demo: update ClusterQueue gpu refused")
+        log.warning(None, "taucluster demo: dropped")
+    lost = logging_errors("12:00:00 taucluster demo: kept\n" + stderr.getvalue())
+    assert len(lost) == 2, lost
+    assert lost[0] == "Message: '%S' Arguments: ('taucluster demo: update ClusterQueue gpu refused',)", lost
+    assert lost[1].startswith("Message: None"), lost
+    assert logging_errors("12:00:00 taucluster demo: kept\n12:00:01 deadline: ready\n") == []
