@@ -189,6 +189,7 @@ class FakeCA:
 
     def _delete_request(self, d: lifecycle.Delete) -> None:
         md = d.provreq["metadata"]
+        self.hooks.reach("before-request-delete", name_of(d.provreq))
         try:       # only the incarnation that was judged (its uid): one made again under the name stays
             self.k.delete(PROVREQ, md["name"], md.get("namespace"), uid=md.get("uid"))
         except Conflict:

@@ -12,7 +12,8 @@ from demo.jobs.render import job_template, render_job
 from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
-from k8s.keys import BOOTS_AT_ANNOTATION, CA_STATUS, MARKER, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS
+from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, MARKER, PARAM_TTL_SECONDS, PROVREQ_UID_ANNOTATION,
+                      SERVICE_ACCOUNTS)
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca import outbox
@@ -247,6 +248,38 @@ def test_kill_9_between_the_node_creates_and_the_condition_write(clean, by_hand,
             and not n["metadata"].get("deletionTimestamp")]
     assert len(pool) == 2, "no duplicate or leaked nodes"
     clean.wait(lambda: heartbeat.alive(k, "fake-ca"), 30, "fake-ca heartbeat")
+
+
+def test_an_old_request_is_deleted_but_not_one_made_again_under_its_name(clean, by_hand, k, unique):
+    """DeleteOldProvReqs: a request whose Provisioned condition changed longer ago than its TTL is deleted, and the
+    fake says why. One made again under that name between the fake's read and its delete (the fake held at its
+    pause point meanwhile) is not: the delete names the uid it judged, the apiserver refuses it (409), the fake
+    says so, and the new request is never deleted over the window after."""
+    fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+    ttl = {PARAM_TTL_SECONDS: "2"}
+    old = by_hand(3, params=ttl)              # over the pool's max: Provisioned=False at once, no node
+    wait_for(lambda: not k.get_or_none(R.PROVREQ, old["metadata"]["name"], NS), 60,
+             what="the fake to delete the request 2 s after its Provisioned condition")
+    wait_for(lambda: f"provreq {NS}/{old['metadata']['name']}: Provisioned=False since " in fake_ca.log_text(), 10,
+             what="the fake to say why it deleted the request")
+    key = f"{NS}/hand-{unique}-1"
+    hooks.arm(HOOK_DIR, "before-request-delete", key)
+    pr = by_hand(3, params=ttl)
+    name = pr["metadata"]["name"]
+    assert f"{NS}/{name}" == key
+    hooks.wait_reached(HOOK_DIR, "before-request-delete", key, timeout=60)
+    k.delete(R.PROVREQ, name, NS)
+    wait_for(lambda: not k.get_or_none(R.PROVREQ, name, NS), 30, what="the request deleted by the test")
+    again = k.create(R.PROVREQ, provreq(name, f"{name}-t", 3), NS)           # no TTL of its own: the fake's default
+    with Tape(k, [R.PROVREQ], NS) as tape:
+        hooks.release(HOOK_DIR, "before-request-delete", key)
+        wait_for(lambda: outbox.not_deleted_line(key, None) in fake_ca.log_text(), 30,
+                 what="the fake to say its delete was refused: the request was made again")
+        end = time.time() + NO_NODE_WINDOW   # the window after: the loops that follow leave it too
+        wait_for(lambda: time.time() >= end, NO_NODE_WINDOW + 5, what=f"{NO_NODE_WINDOW:g}s more of watching it")
+    assert k.get(R.PROVREQ, name, NS)["metadata"]["uid"] == again["metadata"]["uid"]
+    deleted = [o["metadata"]["uid"] for _, typ, o in tape.changes if typ == "DELETED"]
+    assert again["metadata"]["uid"] not in deleted, "the request made again was deleted"
 
 
 def test_controllers_run_with_least_privilege(k, ctx):
