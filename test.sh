@@ -70,8 +70,10 @@ cluster_tests() {
   local state=${TAU_DEMO_TEST_STATE:-$(mktemp -d /tmp/tau-demo-test.XXXXXX)}
   if [ "$shards" = 1 ]; then
     echo "[test] cluster tests on the $backend backend (state in $state)"
-    TAU_DEMO_STATE="$state" .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider --durations=30 "$@"
-    return
+    local one=0
+    TAU_DEMO_STATE="$state" .venv/bin/python -m pytest tests/cluster -q -p no:cacheprovider --durations=30 "$@" || one=$?
+    state_done "$state" "$one"
+    return "$one"
   fi
   # sessions side by side, each with a state directory (so a cluster and controllers) of its own
   echo "[test] cluster tests on the $backend backend, $shards sessions side by side (states in $state/shard-N)"
@@ -93,7 +95,16 @@ cluster_tests() {
     if [ "$code" = 5 ]; then empty=$((empty + 1)); elif [ "$code" != 0 ]; then rc=1; fi
   done
   if [ "$empty" = "$shards" ]; then echo "[test] no cluster test was selected in any session" >&2; rc=1; fi
+  state_done "$state" "$rc"
   return "$rc"
+}
+
+# state_done STATE CODE: the cluster stage's state directory (its sessions' output, the controllers' logs; each
+# cluster is already down) removed after a pass, kept and named after a failure; one given by TAU_DEMO_TEST_STATE
+# is the caller's, and stays
+state_done() {
+  if [ -n "${TAU_DEMO_TEST_STATE:-}" ]; then return; fi
+  if [ "$2" = 0 ]; then rm -rf "$1"; else echo "[test] the sessions' output and the controllers' logs are kept in $1"; fi
 }
 
 # The kind path, as a laptop user with Docker takes it (setup.sh picks the kind backend wherever Docker answers), on a
