@@ -193,6 +193,7 @@ def test_a_controller_whose_apiserver_dies_before_its_caches_synced_waits_and_sa
             raise seen["error"]
         assert READY_LINE not in seen["log"], "it said ready while its caches could not sync"
         waiting = next(line for line in seen["log"].splitlines() if WAITING_LINE in line)
+        assert f" {which}: {WAITING_LINE} (" in waiting, f"the waiting line says whose caches: {waiting}"
         assert "did not answer" in waiting or "refused" in waiting, f"the waiting line says why: {waiting}"
         wait_for(lambda: READY_LINE in c.log_text(), 60, what=f"{which} to sync once the apiserver is back")
         text = c.log_text()

@@ -51,13 +51,16 @@ RESULTS = OUT / "results.json"
 # mutants sampled by default).  The samples are sized so that a run ends in about three hours on two busy
 # cores: a mutant that survives costs the whole selection (measured: test_deadline_controller.py 1.5 min,
 # test_fake_ca.py 4 min, test_client_retry.py 0.5 min), a killed one less.
+FAULTS = ("tests/cluster/test_faults.py::"          # a controller's start while the apiserver is down
+          "test_a_controller_whose_apiserver_dies_before_its_caches_synced_waits_and_says_so")
 SELECTION = {
     "demo/deadline/controller.py": (["tests/cluster/test_deadline_controller.py",
-                                     "tests/cluster/test_scenarios.py::test_race_scenarios_repeatedly[race-legacy-1]"],
+                                     "tests/cluster/test_scenarios.py::test_race_scenarios_repeatedly[race-legacy-1]",
+                                     f"{FAULTS}[deadline]"],
                                     20),
     "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
     "k8s/client.py": (["tests/cluster/test_client_retry.py", "tests/cluster/test_deadline_controller.py"], 20),
-    "fake_ca/controller.py": (["tests/cluster/test_fake_ca.py"], 12),
+    "fake_ca/controller.py": (["tests/cluster/test_fake_ca.py", f"{FAULTS}[fake-ca]"], 12),
     "k8s/runtime.py": (["tests/cluster/test_deadline_controller.py", "tests/cluster/test_fake_ca.py"], 12),
 }
 PYTEST = ["-q", "-p", "no:cacheprovider", "-x"]
