@@ -10,6 +10,7 @@ every call returns at once.  Files work across processes, which a kill -9 test n
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -20,8 +21,17 @@ from k8s import poll
 
 log = logging.getLogger(__name__)
 
+# A pause point's file name at most, of the 255 bytes a file name may have: room for ".reached.<pid>.<thread id>".
+# A Kubernetes name may be 253 characters (upstream-12542's are): a longer one is its head and a hash of the key.
+NAME_MAX = 200
+KEY_HASH = 16
+
+
 def _base(directory: Path, point: str, key: str) -> str:
-    return str(Path(directory) / f"{point}@{key.replace('/', '_')}")
+    name = f"{point}@{key.replace('/', '_')}"
+    if len(name) > NAME_MAX:        # Kubernetes names are ASCII: a character is a byte
+        name = f"{name[:NAME_MAX - KEY_HASH - 1]}-{hashlib.sha256(key.encode()).hexdigest()[:KEY_HASH]}"
+    return str(Path(directory) / name)
 
 
 class Hooks:

@@ -53,3 +53,38 @@ def test_a_paused_thread_leaves_only_its_record_behind(tmp_path):
         t.join(10)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["before-commit@demo_job.reached"], \
         "no half-written temporary file, the arm and the release consumed"
+
+
+def test_a_key_as_long_as_a_kubernetes_name_may_be_is_paused_and_released_too(tmp_path):
+    # upstream-12542's requests have names of 253 characters: the fake reached its pause point with that key and
+    # failed its loop (the file name over 255 bytes), with or without the point armed
+    key = "demo/" + "x" * 250 + "-1"
+    other = "demo/" + "x" * 250 + "-2"
+    hooks.Hooks(tmp_path).reach("node-created", key)            # not armed: passes at once
+    hooks.arm(tmp_path, "node-created", key)
+    h = hooks.Hooks(tmp_path, max_pause=30)
+    t = threading.Thread(target=lambda: h.reach("node-created", other))
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "another long key of the same head is another point: not paused"
+    t = threading.Thread(target=lambda: h.reach("node-created", key, node="n"))
+    t.start()
+    try:
+        assert hooks.wait_reached(tmp_path, "node-created", key, timeout=10) == {"node": "n"}
+        assert t.is_alive(), "paused"
+    finally:
+        hooks.release(tmp_path, "node-created", key)
+        t.join(10)
+    assert not t.is_alive()
+
+
+def test_a_pause_points_file_name_is_the_key_up_to_its_limit_then_its_head_and_hash():
+    at = "p@" + "k" * (hooks.NAME_MAX - 2)
+    assert hooks._base("/d", "p", "k" * (hooks.NAME_MAX - 2)) == "/d/" + at, "at the limit: the key itself"
+    over = hooks._base("/d", "p", "ns/" + "k" * hooks.NAME_MAX)
+    name = over.removeprefix("/d/")
+    assert len(name) == hooks.NAME_MAX and name.startswith("p@ns_kkk"), name
+    assert name[-hooks.KEY_HASH - 1] == "-" and name[:-hooks.KEY_HASH - 1] == ("p@ns_" + "k" * hooks.NAME_MAX)[
+        :hooks.NAME_MAX - hooks.KEY_HASH - 1]
+    assert hooks._base("/d", "p", "ns/" + "k" * hooks.NAME_MAX + "x") != over, "the hash is of the whole key"
+    assert hooks._base("/d", "p", "ns_" + "k" * hooks.NAME_MAX) != over, "of the key, not of its file name"
