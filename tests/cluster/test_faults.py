@@ -118,28 +118,32 @@ def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the
     name = f"job-fault-{unique}"
     # out of stock for 3s: the first attempt is refused, so the pause point is armed before the scale-up
     clean.submit(name, "1x8", duration="3s", provreq={"fakeCAStockout": "3", "fakeCABootSeconds": "0"})
-    pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
-    key = f"{NS}/{pr['metadata']['name']}"
-    hooks.arm(HOOK_DIR, "nodes-created", key)
-    made = hooks.wait_reached(HOOK_DIR, "nodes-created", key, timeout=60)["nodes"]
-    said = re.compile(rf"^\d\d:\d\d:\d\d apiserver unreachable \(.+\); next loop in {outbox.LOOP_RETRY:.0f}s$", re.M)
-    seen: dict = {}
+    try:
+        pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
+        key = f"{NS}/{pr['metadata']['name']}"
+        hooks.arm(HOOK_DIR, "nodes-created", key)
+        made = hooks.wait_reached(HOOK_DIR, "nodes-created", key, timeout=60)["nodes"]
+        said = re.compile(rf"^\d\d:\d\d:\d\d apiserver unreachable \(.+\); next loop in {outbox.LOOP_RETRY:.0f}s$",
+                          re.M)
+        seen: dict = {}
 
-    def while_down():      # any failure is kept and raised after the apiserver is back
-        try:
-            hooks.release(HOOK_DIR, "nodes-created", key)
-            wait_for(lambda: said.search(c.log_text()), 60, what="the fake's loop to say the apiserver is unreachable")
-        except BaseException as e:      # noqa: BLE001
-            seen["error"] = e
-    restart("kube-apiserver", while_down=while_down)
-    if "error" in seen:
-        raise seen["error"]
-    wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
-             what="Provisioned=True from a later loop once the apiserver is back")
-    mine = [n["metadata"]["name"] for n in pool_nodes(k)
-            if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
-    assert len(made) == 1 and mine == made and len(pool_nodes(k)) == 1, (made, mine)
-    clean.delete_job(name)
+        def while_down():      # any failure is kept and raised after the apiserver is back
+            try:
+                hooks.release(HOOK_DIR, "nodes-created", key)
+                wait_for(lambda: said.search(c.log_text()), 60,
+                         what="the fake's loop to say the apiserver is unreachable")
+            except BaseException as e:      # noqa: BLE001
+                seen["error"] = e
+        restart("kube-apiserver", while_down=while_down)
+        if "error" in seen:
+            raise seen["error"]
+        wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
+                 what="Provisioned=True from a later loop once the apiserver is back")
+        mine = [n["metadata"]["name"] for n in pool_nodes(k)
+                if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
+        assert len(made) == 1 and mine == made and len(pool_nodes(k)) == 1, (made, mine)
+    finally:
+        clean.delete_job(name)
     wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
 
 
