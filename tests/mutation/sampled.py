@@ -60,7 +60,10 @@ SELECTION = {
                                     20),
     "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
     "k8s/client.py": (["tests/cluster/test_client_retry.py", "tests/cluster/test_deadline_controller.py"], 20),
-    "fake_ca/controller.py": (["tests/cluster/test_fake_ca.py", f"{FAULTS}[fake-ca]"], 12),
+    "fake_ca/controller.py": (["tests/cluster/test_fake_ca.py", f"{FAULTS}[fake-ca]",
+                               "tests/cluster/test_faults.py::"
+                               "test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the_scale_up"],
+                              12),
     "k8s/runtime.py": (["tests/cluster/test_deadline_controller.py", "tests/cluster/test_fake_ca.py"], 12),
 }
 PYTEST = ["-q", "-p", "no:cacheprovider", "-x"]
