@@ -2,7 +2,6 @@
 
     nice -n 10 .venv/bin/python tests/mutation/sampled.py                 # every module of SELECTION
     nice -n 10 .venv/bin/python tests/mutation/sampled.py --per-module 5 --module demo/k8s/client.py
-    nice -n 10 .venv/bin/python tests/mutation/sampled.py --again         # the last run's survivors, at HEAD
     .venv/bin/python tests/mutation/sampled.py --report                   # the table again from the results
 
 The pure modules are mutation-tested against the unit tests (report.py, every mutant).  The controllers do
@@ -248,10 +247,6 @@ def report(results: dict) -> int:
               f"{count['survived']:8d}  {rate:8.0f}%")
     for path, m in results.get("modules", {}).items():
         for name, v in sorted(m["judged"].items()):
-            if "before" in v:
-                print(f"\n{v['status']} at {v['commit']} (survived at {v['before']['commit']})  {name}  {v['first']}")
-                for line in v["diff"]:
-                    print(f"    {line[:160]}")
             if v["status"] == "survived":
                 print(f"\nsurvived  {name}  ({', '.join(SELECTION[path][0])})")
                 for line in v["diff"]:
@@ -266,9 +261,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", action="append", default=[], metavar="PATH", help="only this module (repeatable)")
     ap.add_argument("--resume", action="store_true",
                     help="go on with the last run: its commit, keeping the mutants it judged")
-    ap.add_argument("--again", action="store_true",
-                    help="judge the last run's survivors again, at HEAD (after tests were added): each must still be "
-                         "the same change of the same code, else it is left as it was and said")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the shared cluster up at the end")
     ap.add_argument("--report", action="store_true", help="only print the table of the last run")
     args = ap.parse_args(argv)
@@ -282,18 +274,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"[sampled] no cluster tests are chosen for {', '.join(unknown)} (SELECTION)")
     os.chdir(REPO)
     OUT.mkdir(exist_ok=True)
-    if args.resume and args.again:
-        raise SystemExit("[sampled] --resume goes on with the last run's sample; --again judges its survivors anew")
-    results = load() if (args.resume or args.again) else {}
-    if args.again and not results:
-        raise SystemExit(f"[sampled] no last run to judge again ({RESULTS})")
-    commit = head() if args.again else (results.get("commit") or head())
+    results = load() if args.resume else {}
+    commit = results.get("commit") or head()
     if results and results.get("seed") != args.seed:
         raise SystemExit(f"[sampled] the last run sampled with seed {results.get('seed')}: resume with it")
-    if args.again:
-        results.setdefault("again", []).append(commit)
-    else:
-        results.update(commit=commit, seed=args.seed, per_module=args.per_module or "SELECTION's")
+    results.update(commit=commit, seed=args.seed, per_module=args.per_module or "SELECTION's")
     results.setdefault("modules", {})
     make_copy(commit)
     # the cluster is brought up from here, not from the copy: its processes are the runner's, never the mutants'
@@ -325,18 +310,6 @@ def main(argv: list[str] | None = None) -> int:
             rng = random.Random(f"{args.seed}:{path}")      # per module: the same sample with or without --module
             sample = sorted(rng.sample(sorted(names), min(args.per_module or size, len(names))))
             m = results["modules"].setdefault(path, {"mutants": len(names), "judged": {}})
-            previous: dict[str, dict] = {}
-            if args.again:          # the survivors, as long as each is still the change it was
-                sample = []
-                for name, v in sorted(m["judged"].items()):
-                    if v["status"] != "survived":
-                        continue
-                    if name in names and diff(path, apply(path, code, name)) == v["diff"]:
-                        sample.append(name)
-                        previous[name] = {"status": v["status"], "commit": v.get("commit", results["commit"])}
-                        del m["judged"][name]
-                    else:
-                        print(f"[sampled] {name}: not the same change at {commit}; left as it was", flush=True)
             m["mutants"] = len(names)
             limit = max(2 * clean, clean + 300)         # a hung test fails after 300 s before that
             for n, name in enumerate(sample, 1):
@@ -356,9 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     target.write_text((REPO / path).read_text())
                     tidy(k)
-                m["judged"][name] = {"status": status, "seconds": round(took), "first": first,
-                                     "diff": diff(path, source), "commit": commit,
-                                     **({"before": previous[name]} if name in previous else {})}
+                m["judged"][name] = {"status": status, "seconds": round(took), "first": first, "diff": diff(path, source)}
                 save(results)
                 print(f"[sampled] {path} {n}/{len(sample)} {name}: {status} in {took:.0f}s {first}", flush=True)
             if path in FROM_COPY:
