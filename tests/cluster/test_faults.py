@@ -142,6 +142,10 @@ def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the
         mine = [n["metadata"]["name"] for n in pool_nodes(k)
                 if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
         assert len(made) == 1 and mine == made and len(pool_nodes(k)) == 1, (made, mine)
+        # the gang runs to its end on that node: Kueue admits it and the Job controller (kube-controller-manager, its
+        # informers back after the restart too, as the garbage collector's that deletes the Workload must be) runs it
+        wait_for(lambda: jobs.outcome(k.get_or_none(R.JOB, name, NS)) == "succeeded", 180,
+                 what="the Job to run to completion on the node once the apiserver is back")
     finally:
         clean.delete_job(name)
     wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
