@@ -285,25 +285,26 @@ def main(argv: list[str] | None = None) -> int:
     from demo.cluster import backends
     from demo.cluster.backend import UpOptions
     from tests.cluster.conftest import BACKEND, NAME
-    backends.get(BACKEND).up(NAME, UpOptions())
-    selection = sorted({t for m in modules for t in SELECTION[m][0]})
     from demo.cluster.state import State
     from demo.cluster import setup
-    st = State.load(NAME)
-    if FROM_COPY & set(modules):
-        taucluster_from_copy(st)
-    print(f"[sampled] commit {commit}: the unmutated copy against {', '.join(selection)} "
-          f"(brings the shared cluster up)", flush=True)
-    status, clean, first = pytest(selection, 3 * 3600, OUT / "clean.log")
-    if status != "survived":
-        raise SystemExit(f"[sampled] the unmutated code fails its cluster tests ({first}); see {OUT / 'clean.log'}")
-    results["clean_seconds"] = clean
-    save(results)
     from k8s.client import Kube
     from k8s.poll import WaitTimedOut
-    k = Kube(st.kubeconfig)
     t_all = time.monotonic()
-    try:
+    backends.get(BACKEND).up(NAME, UpOptions())
+    try:        # from here on, whatever happens, the shared cluster comes down at the end (unless --keep-cluster)
+        selection = sorted({t for m in modules for t in SELECTION[m][0]})
+        st = State.load(NAME)
+        if FROM_COPY & set(modules):
+            taucluster_from_copy(st)
+        print(f"[sampled] commit {commit}: the unmutated copy against {', '.join(selection)} "
+              f"(brings the shared cluster up)", flush=True)
+        status, clean, first = pytest(selection, 3 * 3600, OUT / "clean.log")
+        if status != "survived":
+            raise SystemExit(f"[sampled] the unmutated code fails its cluster tests ({first}); "
+                             f"see {OUT / 'clean.log'}")
+        results["clean_seconds"] = clean
+        save(results)
+        k = Kube(st.kubeconfig)
         for path in modules:
             code, names = mutants_of(path)
             tests, size = SELECTION[path]
