@@ -107,12 +107,13 @@ def test_a_metric_this_cluster_does_not_serve_is_not_asked_again():
     assert len(calls) == 1
 
 
-def test_a_log_line_whose_format_does_not_fit_is_reported_as_lost():
+def test_a_log_line_whose_format_does_not_fit_is_reported_as_lost(monkeypatch):
     # what every cluster test checks of the processes' logs after it (tests/cluster/conftest.py every_line_logged):
     # logging's own report of a line it could not format, made here by logging itself, is found and named
     import contextlib
     import logging
     from tests.cluster.conftest import logging_errors
+    monkeypatch.setattr(logging, "raiseExceptions", True)       # logging's default: it reports what it drops
     log = logging.Logger("tau-test-lost-line")      # outside the logging tree: no handler of pytest's sees it
     log.addHandler(logging.StreamHandler(io.StringIO()))
     stderr = io.StringIO()
