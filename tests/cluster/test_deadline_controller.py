@@ -593,10 +593,12 @@ def test_each_watch_routes_a_change_to_its_jobs_key_and_sees_only_its_namespace(
         t.start()
         try:
             assert ready.wait(60), "the test's deadline controller did not sync its caches"
-            cached = {store: {name_of(o) for o in getattr(c, store).items()} for store in ("jobs", "workloads",
-                                                                                             "provreqs")}
-            assert key in cached["jobs"] and name_of(wl) in cached["workloads"] and name_of(pr) in cached["provreqs"], \
-                cached
+            def cached() -> dict[str, set[str]]:
+                return {store: {name_of(o) for o in getattr(c, store).items()}
+                        for store in ("jobs", "workloads", "provreqs")}
+            first = cached()
+            assert key in first["jobs"] and name_of(wl) in first["workloads"] and name_of(pr) in first["provreqs"], \
+                first
             for res, obj in ((JOB, job), (WORKLOAD, wl), (PROVREQ, pr)):
                 # quiet first: nothing queued for 2 s (the sync's keys and any write before this one are done)
                 wait_for(lambda: not queue.routed or time.monotonic() - queue.routed[-1][0] > 2.0, 30,
@@ -605,9 +607,8 @@ def test_each_watch_routes_a_change_to_its_jobs_key_and_sees_only_its_namespace(
                 touch(k, res, obj["metadata"]["name"], res.kind)
                 wait_for(lambda: any(t_ >= since and k_ == key for t_, k_ in queue.routed), 10,
                          what=f"a change to the {res.kind} alone to queue its Job's key {key}")
-            cached = {store: {name_of(o) for o in getattr(c, store).items()} for store in ("jobs", "workloads",
-                                                                                             "provreqs")}
-            assert all(n.startswith(f"{NS}/") for names in cached.values() for n in names), cached
+            last = cached()
+            assert all(n.startswith(f"{NS}/") for names in last.values() for n in names), last
             assert all(k_.startswith(f"{NS}/") for _, k_ in queue.routed), queue.routed
         finally:
             stop.set()

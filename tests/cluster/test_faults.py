@@ -33,6 +33,20 @@ def restart(component: str, while_down=None) -> None:
     backends.get(BACKEND).restart(NAME, component, while_down=while_down)
 
 
+def while_down_then(component: str, action) -> None:
+    """Restart `component`, running `action()` while it is down; its failure is raised once the component is back."""
+    seen: dict = {}
+
+    def guarded():
+        try:
+            action()
+        except BaseException as e:      # noqa: BLE001
+            seen["error"] = e
+    restart(component, while_down=guarded)
+    if "error" in seen:
+        raise seen["error"]
+
+
 def fake_ca_log(ctx) -> str:
     return next(c for c in ctx.started if c.lease == "fake-ca").log_text()
 
@@ -125,18 +139,11 @@ def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the
         made = hooks.wait_reached(HOOK_DIR, "nodes-created", key, timeout=60)["nodes"]
         said = re.compile(rf"^\d\d:\d\d:\d\d apiserver unreachable \(.+\); next loop in {outbox.LOOP_RETRY:.0f}s$",
                           re.M)
-        seen: dict = {}
 
-        def while_down():      # any failure is kept and raised after the apiserver is back
-            try:
-                hooks.release(HOOK_DIR, "nodes-created", key)
-                wait_for(lambda: said.search(c.log_text()), 60,
-                         what="the fake's loop to say the apiserver is unreachable")
-            except BaseException as e:      # noqa: BLE001
-                seen["error"] = e
-        restart("kube-apiserver", while_down=while_down)
-        if "error" in seen:
-            raise seen["error"]
+        def while_down():
+            hooks.release(HOOK_DIR, "nodes-created", key)
+            wait_for(lambda: said.search(c.log_text()), 60, what="the fake's loop to say the apiserver is unreachable")
+        while_down_then("kube-apiserver", while_down)
         wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
                  what="Provisioned=True from a later loop once the apiserver is back")
         mine = [n["metadata"]["name"] for n in pool_nodes(k)
@@ -226,16 +233,11 @@ def test_a_controller_whose_apiserver_dies_before_its_caches_synced_waits_and_sa
         hooks.wait_reached(hook_dir, "before-caches", key, timeout=60)
         seen: dict = {}
 
-        def while_down():      # any failure is kept and raised after the apiserver is back
-            try:
-                hooks.release(hook_dir, "before-caches", key)
-                wait_for(lambda: WAITING_LINE in c.log_text(), 30, what=f"{which} to say it waits for its caches")
-                seen["log"] = c.log_text()
-            except BaseException as e:      # noqa: BLE001
-                seen["error"] = e
-        restart("kube-apiserver", while_down=while_down)
-        if "error" in seen:
-            raise seen["error"]
+        def while_down():
+            hooks.release(hook_dir, "before-caches", key)
+            wait_for(lambda: WAITING_LINE in c.log_text(), 30, what=f"{which} to say it waits for its caches")
+            seen["log"] = c.log_text()
+        while_down_then("kube-apiserver", while_down)
         assert READY_LINE not in seen["log"], "it said ready while its caches could not sync"
         waiting = next(line for line in seen["log"].splitlines() if WAITING_LINE in line)
         assert f" {which}: {WAITING_LINE} (" in waiting, f"the waiting line says whose caches: {waiting}"
