@@ -23,6 +23,7 @@
 #   ./test.sh --kind          the kind path only (kind_path below): Debian's Docker engine, the node image built
 #                             without a registry, the README's laptop commands on the kind backend, `cluster attach`
 #                             on a plain `kind create cluster`; fails (never skips) where no Docker engine can run
+#   ./test.sh --sampled       the sampled gate over the controllers that do I/O (sampled_gate below)
 #   TAU_DEMO_TEST_BACKEND=kind ./test.sh --cluster   the cluster tests on a kind cluster (needs a Docker engine;
 #                             on machines without a registry see tests/kind/README.md)
 set -euo pipefail
@@ -122,6 +123,20 @@ state_done() {
 # answered before the stage stays running; one the stage started is stopped at its end, pass or fail (nothing of the
 # stage left running, and `./setup.sh`'s auto choice, kind wherever Docker answers, is as it was before).  A machine
 # where no Docker engine can be installed and started fails this stage: it is never skipped.
+# The sampled gate over the three controllers that do I/O (tests/mutation/sampled.py --gate; docs/testing.md): the
+# recorded kill rates against the floor, then one recorded kill of each controller judged again, taken in turn, by its
+# killing test on a cluster of its own (state in a temporary directory, removed after a pass).
+sampled_gate() {
+  toolchain_for_cluster_tests || return
+  local state left rc=0 t0=$SECONDS
+  state=$(mktemp -d /tmp/tau-demo-sampled.XXXXXX) || return
+  TAU_DEMO_STATE="$state" .venv/bin/python tests/mutation/sampled.py --gate || rc=$?
+  if left=$(pgrep -af -- "$state"); then echo "the sampled gate left processes behind:"; echo "$left"; rc=1; fi
+  state_done "$state" "$rc"
+  echo "[test] the sampled gate: $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0))s"
+  return "$rc"
+}
+
 KIND_WALKTHROUGH_CLUSTER=tau-demo         # setup.sh's cluster (demo/cluster/state.py DEFAULT_NAME)
 KIND_ATTACH_CLUSTER=tau-kind-attach       # tests/kind/attach.sh's
 kind_path() {
@@ -199,6 +214,7 @@ kind_path_run() {
 case "${1:-}" in
   --unit) unit_tests; exit ;;
   --kind) kind_path; exit ;;
+  --sampled) sampled_gate; exit ;;
   --mutation) shift; exec .venv/bin/python tests/mutation/report.py "$@" ;;
   --cluster|--skip-unit)
     shift
@@ -207,7 +223,7 @@ case "${1:-}" in
     case "$shards" in 1|3) ;; *) echo "test.sh: --shards takes 1 or 3, not '$shards'" >&2; exit 2 ;; esac
     cluster_tests "$shards" "$@"; exit ;;
   "") ;;
-  *) echo "test.sh: unknown argument '$1' (--unit, --mutation, --cluster [--shards 3] [pytest args], --kind, or nothing: every stage)" >&2
+  *) echo "test.sh: unknown argument '$1' (--unit, --mutation, --cluster [--shards 3] [pytest args], --kind, --sampled, or nothing: every stage)" >&2
      exit 2 ;;
 esac
 
@@ -284,6 +300,10 @@ verdict "the cluster tests (three sessions)" "$rc"
 stage "the kind path: a laptop user's TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh, and cluster attach on a plain kind cluster (Docker engine from Debian's packages, the node image built without a registry)"
 rc=0; kind_path || rc=$?
 verdict "the kind path (./test.sh --kind)" "$rc"
+
+stage "the sampled gate over the three controllers that do I/O: their recorded kill rates, and one recorded kill of each judged again by its killing test (its own cluster)"
+rc=0; sampled_gate || rc=$?
+verdict "the sampled gate (./test.sh --sampled)" "$rc"
 
 stage "the attach tests, run beside the quick start: their verdict"
 rc=0

@@ -22,13 +22,26 @@ mutants, whatever a killed one left behind is removed with the unmutated code: p
 copy, the demo namespace's Jobs, Workloads and ProvisioningRequests, the pool's nodes, and the objects of
 the retry tests; and the controllers' Leases must go stale, so the next run starts its own from the copy.
 
-Needs TAU_DEMO_STATE (a state directory of its own, as for the cluster tests).  Not run by .ci/run (hours);
-docs/testing.md has the last run's kill rates, the command and the commit.  Results: mutants-sampled/.
+Needs TAU_DEMO_STATE (a state directory of its own, as for the cluster tests).  The run itself is not part of
+.ci/run (an hour or more); docs/testing.md has the last run's kill rates, the command and the commit.  Results:
+mutants-sampled/.  `--again NAME...` judges those mutants again at HEAD (after a check was added for them), keeping the
+run's other verdicts; each verdict keeps the commit it was judged at.
+
+The gate CI runs (`--gate`, `./test.sh --sampled`): `--record` writes the run's verdicts into RECORD (committed, made
+by this script, never by hand), each kill with the test that killed it.  The gate fails when a module's recorded kill
+rate, the equivalents of EQUIVALENTS left out, is under FLOOR; then it judges again, on a cluster of its own, one
+recorded kill of each module, taken in turn (the commit's count picks which, so successive commits cover them all):
+its killing test must pass on the unmutated copy and fail with the mutant applied.  A recorded kill that now
+survives its test means a check was weakened or lost: the gate fails and names it.  A recorded mutant whose change
+no mutant of today's code makes (the code it changed is gone) is named and not judged; when more than a quarter of a
+module's record is gone the gate fails: the record is stale, run the sample again.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import random
@@ -66,6 +79,10 @@ SELECTION = {
     "k8s/runtime.py": (["tests/cluster/test_deadline_controller.py", "tests/cluster/test_fake_ca.py"], 12),
 }
 PYTEST = ["-q", "-p", "no:cacheprovider", "-x"]
+RECORD = REPO / "tests/mutation/sampled-record.json"
+EQUIVALENTS = REPO / "tests/mutation/equivalent-sampled.txt"
+FLOOR = 90.0                # the recorded kill rate each module must keep, in percent
+STALE = 0.25                # the share of a module's record that may be gone before the gate asks for a new sample
 # Modules whose controller is a process of the cluster itself (`cluster up` starts it, from the runner's code): before
 # each run of their tests it is started again from the copy, so that the tests judge the mutant.
 FROM_COPY = {"demo/taucluster/controller.py"}
@@ -93,15 +110,21 @@ def _function(module, name: str, class_name: str | None):
     return next(f for f in body if isinstance(f, cst.FunctionDef) and f.name.value == name)
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(code: str):
+    import libcst as cst
+    return cst.parse_module(code)
+
+
 def apply(path: str, mutated_code: str, name: str) -> str:
     """The module's source with only mutant `name` applied (as `mutmut apply`, but minding the class)."""
     import libcst as cst
     from mutmut.utils.format_utils import orig_function_and_class_names_from_key
     function, class_name = orig_function_and_class_names_from_key(name)
     function = function.rpartition(".")[2]
-    orig = cst.parse_module((REPO / path).read_text())
+    orig = _parsed((REPO / path).read_text())
     generated = name.rpartition(".")[2]
-    mutant = _function(cst.parse_module(mutated_code), generated, class_name).with_changes(name=cst.Name(function))
+    mutant = _function(_parsed(mutated_code), generated, class_name).with_changes(name=cst.Name(function))
     return orig.deep_replace(_function(orig, function, class_name), mutant).code
 
 
@@ -110,6 +133,69 @@ def diff(path: str, source: str) -> list[str]:
     return [line for line in difflib.unified_diff((REPO / path).read_text().splitlines(), source.splitlines(),
                                                   lineterm="", n=0)
             if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+# ---------------------------------------------------------------------------- the record and the gate (no I/O)
+
+def killer(first: str) -> str | None:
+    """The test that killed a mutant, from pytest -q's summary line ("FAILED tests/x.py::test[p] - why"), or None
+    (a timeout, a controller that did not start: nothing one test can show again)."""
+    for word in ("FAILED ", "ERROR "):
+        if first.startswith(word):
+            node = first[len(word):].split(" - ", 1)[0].strip()
+            return node if "::" in node else None
+    return None
+
+
+def record_of(results: dict) -> dict:
+    """What RECORD keeps of a run: per module its count of mutants and, per mutant judged, its verdict, the commit
+    it was judged at, its killing test (for a kill) and its change."""
+    return {"seed": results["seed"], "per_module": results["per_module"], "commit": results["commit"],
+            "modules": {path: {"mutants": m["mutants"],
+                               "judged": {name: {"status": v["status"], "commit": v.get("commit", results["commit"]),
+                                                 "seconds": v["seconds"], "killer": killer(v["first"]),
+                                                 "diff": v["diff"]}
+                                          for name, v in sorted(m["judged"].items())}}
+                        for path, m in sorted(results["modules"].items())}}
+
+
+def rates(record: dict, equivalents: dict[str, str]) -> dict[str, tuple[int, int, float]]:
+    """module -> (killed, judged less the equivalents, kill rate in percent); a timeout is a kill."""
+    out = {}
+    for path, m in record["modules"].items():
+        judged = [v["status"] for name, v in m["judged"].items() if name not in equivalents]
+        killed = sum(1 for st in judged if st in ("killed", "timeout"))
+        out[path] = (killed, len(judged), 100.0 * killed / len(judged) if judged else 0.0)
+    return out
+
+
+def equivalence_problems(record: dict, equivalents: dict[str, str]) -> list[str]:
+    """Every listed equivalent must be a recorded survivor: a killed one is not equivalent, an unknown name is stale."""
+    verdicts = {name: v["status"] for m in record["modules"].values() for name, v in m["judged"].items()}
+    return [f"{name} is listed as equivalent but "
+            + (f"is {verdicts[name]}" if name in verdicts else "is not in the record")
+            for name in sorted(equivalents) if verdicts.get(name) != "survived"]
+
+
+def turn_of(record: dict, turn: int) -> list[tuple[str, str]]:
+    """The recorded kills the gate judges on its `turn`: one per module, the module's kills (those a test can show
+    again) in name order, taken in turn, so that `turn`, `turn + 1`, ... cover them all."""
+    out = []
+    for path, m in sorted(record["modules"].items()):
+        kills = sorted(name for name, v in m["judged"].items() if v["status"] == "killed" and v.get("killer"))
+        if kills:
+            out.append((path, kills[turn % len(kills)]))
+    return out
+
+
+def today(path: str, code: str, names: list[str], name: str, change: list[str]) -> str | None:
+    """Today's name of a recorded mutant: its own if it still makes the recorded change; else the mutant of the same
+    function that makes it (mutmut renumbers a function's mutants when the function changes); else None (gone)."""
+    if name in names and diff(path, apply(path, code, name)) == change:
+        return name
+    function = name.rsplit("__mutmut_", 1)[0] + "__mutmut_"
+    return next((other for other in names if other.startswith(function) and other != name
+                 and diff(path, apply(path, code, other)) == change), None)
 
 
 # ---------------------------------------------------------------------------- the copy and the cluster
@@ -254,6 +340,166 @@ def report(results: dict) -> int:
     return 0
 
 
+def judge(path: str, code: str, name: str, tests: list[str], limit: float, st, k) -> tuple[str, float, str, str]:
+    """Mutant `name` applied alone in the copy and judged by `tests`: (verdict, seconds, first failure, its source);
+    the copy is made whole again and what the run left is removed, whatever happened."""
+    from k8s.poll import WaitTimedOut
+    source = apply(path, code, name)
+    target = COPY / path
+    target.write_text(source)
+    try:
+        try:
+            if path in FROM_COPY:
+                taucluster_from_copy(st)
+        except (WaitTimedOut, subprocess.CalledProcessError) as e:     # the mutant does not start
+            return "killed", 0.0, f"its controller did not start: {e}"[:300], source
+        return (*pytest(tests, limit, OUT / f"{name}.log"), source)
+    finally:
+        target.write_text((REPO / path).read_text())
+        tidy(k)
+
+
+@contextlib.contextmanager
+def shared_cluster(keep: bool):
+    """The one cluster every pytest session of the run finds up; brought up from here, not from the copy (its processes
+    are the runner's, never a mutant's), and down at the end whatever happened (unless `keep`)."""
+    from demo.cluster import backends
+    from demo.cluster.backend import UpOptions
+    from demo.cluster.state import State
+    from tests.cluster.conftest import BACKEND, NAME
+    from k8s.client import Kube
+    backends.get(BACKEND).up(NAME, UpOptions())
+    try:
+        st = State.load(NAME)
+        yield st, Kube(st.kubeconfig)
+    finally:
+        if not keep:
+            backends.get(BACKEND).down(NAME)
+
+
+def run(args) -> int:
+    """The sampled run (or, with --again, some of its mutants judged again at HEAD)."""
+    from demo.cluster import setup
+    modules = args.module or list(SELECTION)
+    again: dict[str, list[str]] = {}
+    for name in args.again:
+        path = next((m for m in SELECTION if name.startswith(module_of(m) + ".")), None)
+        if path is None:
+            raise SystemExit(f"[sampled] {name}: not a mutant of a module of SELECTION")
+        again.setdefault(path, []).append(name)
+    if again:
+        modules = list(again)
+    unknown = [m for m in modules if m not in SELECTION]
+    if unknown:
+        raise SystemExit(f"[sampled] no cluster tests are chosen for {', '.join(unknown)} (SELECTION)")
+    results = load() if (args.resume or again) else {}
+    if again and not results:
+        raise SystemExit(f"[sampled] --again needs a run to go on with ({RESULTS})")
+    commit = head() if again else (results.get("commit") or head())
+    if results and not again and results.get("seed") != args.seed:
+        raise SystemExit(f"[sampled] the last run sampled with seed {results.get('seed')}: resume with it")
+    if not again:
+        results.update(commit=commit, seed=args.seed, per_module=args.per_module or "SELECTION's")
+    results.setdefault("modules", {})
+    make_copy(commit)
+    t_all = time.monotonic()
+    with shared_cluster(args.keep_cluster) as (st, k):
+        try:
+            selection = sorted({t for m in modules for t in SELECTION[m][0]})
+            if FROM_COPY & set(modules):
+                taucluster_from_copy(st)
+            print(f"[sampled] commit {commit}: the unmutated copy against {', '.join(selection)}", flush=True)
+            status, clean, first = pytest(selection, 3 * 3600, OUT / "clean.log")
+            if status != "survived":
+                raise SystemExit(f"[sampled] the unmutated code fails its cluster tests ({first}); "
+                                 f"see {OUT / 'clean.log'}")
+            results.setdefault("clean_seconds", clean)
+            save(results)
+            for path in modules:
+                code, names = mutants_of(path)
+                tests, size = SELECTION[path]
+                rng = random.Random(f"{args.seed}:{path}")      # per module: the same sample with or without --module
+                sample = again.get(path) or sorted(rng.sample(sorted(names), min(args.per_module or size, len(names))))
+                m = results["modules"].setdefault(path, {"mutants": len(names), "judged": {}})
+                m["mutants"] = len(names)
+                limit = max(2 * clean, clean + 300)         # a hung test fails after 300 s before that
+                for n, name in enumerate(sample, 1):
+                    if name in m["judged"] and not again:
+                        continue
+                    if name not in names:
+                        raise SystemExit(f"[sampled] {name}: no such mutant at {commit}")
+                    status, took, first, source = judge(path, code, name, tests, limit, st, k)
+                    m["judged"][name] = {"status": status, "seconds": round(took), "first": first,
+                                         "diff": diff(path, source), "commit": commit}
+                    save(results)
+                    print(f"[sampled] {path} {n}/{len(sample)} {name}: {status} in {took:.0f}s {first}", flush=True)
+                if path in FROM_COPY:
+                    setup.start_controller(st)       # the runner's own again (tidy killed the copy's)
+        finally:
+            results["seconds"] = results.get("seconds", 0) + (time.monotonic() - t_all)
+            save(results)
+    return report(results)
+
+
+def gate(turn: int | None) -> int:
+    """CI's gate over RECORD (the module docstring says what it checks)."""
+    from tests.mutation.report import read_equivalents
+    record = json.loads(RECORD.read_text())
+    equivalents = read_equivalents(EQUIVALENTS)
+    commit = head()
+    turn = int(subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout) if turn is None else turn
+    failures = [f"equivalents: {p}" for p in equivalence_problems(record, equivalents)]
+    print(f"[sampled gate] the record: seed {record['seed']}, {record['per_module']} mutants per module, "
+          f"run at {record['commit']}; the floor {FLOOR:.0f}% killed, equivalents left out")
+    for path, (killed, judged, rate) in rates(record, equivalents).items():
+        print(f"[sampled gate]   {path}: {killed} of {judged} killed ({rate:.0f}%)")
+        if rate < FLOOR:
+            failures.append(f"{path}: {rate:.0f}% of its recorded mutants killed, under {FLOOR:.0f}%")
+    # which recorded mutants today's code still makes
+    codes, now = {}, {}
+    for path, m in record["modules"].items():
+        code, names = codes[path] = mutants_of(path)
+        gone = []
+        for name, v in m["judged"].items():
+            now[name] = today(path, code, names, name, v["diff"])
+            if now[name] is None:
+                gone.append(name)
+        for name in gone:
+            change = " / ".join(m["judged"][name]["diff"])[:160]
+            print(f"[sampled gate]   gone: {name} (no mutant of {commit} makes its change: {change})")
+        if len(gone) > STALE * len(m["judged"]):
+            failures.append(f"{path}: {len(gone)} of its {len(m['judged'])} recorded mutants are gone: the record is "
+                            f"stale; run the sample again (docs/testing.md) and --record it")
+    chosen = [(path, name) for path, name in turn_of(record, turn) if now.get(name)]
+    if not chosen:
+        failures.append("no recorded kill to judge again")
+    make_copy(commit)
+    with shared_cluster(False) as (st, k):
+        killers = [record["modules"][path]["judged"][name]["killer"] for path, name in chosen]
+        if any(path in FROM_COPY for path, _ in chosen):
+            taucluster_from_copy(st)
+        print(f"[sampled gate] turn {turn}: the unmutated copy against the killing tests of "
+              f"{', '.join(name for _, name in chosen)}", flush=True)
+        status, clean, first = pytest(sorted(set(killers)), 1800, OUT / "gate-clean.log")
+        if status != "survived":
+            failures.append(f"the unmutated code fails the killing tests ({first}): nothing can be judged; "
+                            f"see {OUT / 'gate-clean.log'}")
+            chosen = []
+        for (path, name), test in zip(chosen, killers):
+            v = record["modules"][path]["judged"][name]
+            status, took, first, _ = judge(path, codes[path][0], now[name], [test], 2 * v["seconds"] + 120, st, k)
+            said = f"{name}" + (f" (today {now[name]})" if now[name] != name else "")
+            print(f"[sampled gate]   {said}: {status} in {took:.0f}s by {test} {first[:160]}", flush=True)
+            if status == "survived":
+                failures.append(f"{said} was killed by {test} at {v['commit']} and now survives it: a check was "
+                                f"weakened or lost; its change: {' / '.join(v['diff'])[:300]}")
+    for f in failures:
+        print(f"[sampled gate] FAILED: {f}")
+    print(f"[sampled gate] {'failed' if failures else 'passed'}")
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--per-module", type=int, help="mutants sampled per module (default: SELECTION's)")
@@ -261,86 +507,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", action="append", default=[], metavar="PATH", help="only this module (repeatable)")
     ap.add_argument("--resume", action="store_true",
                     help="go on with the last run: its commit, keeping the mutants it judged")
+    ap.add_argument("--again", nargs="+", default=[], metavar="NAME",
+                    help="judge these mutants of the last run again at HEAD (after a check was added for them)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the shared cluster up at the end")
     ap.add_argument("--report", action="store_true", help="only print the table of the last run")
+    ap.add_argument("--record", action="store_true", help=f"write the last run's verdicts into {RECORD.name}")
+    ap.add_argument("--gate", action="store_true", help="CI's gate over the record (./test.sh --sampled)")
+    ap.add_argument("--turn", type=int, help="with --gate: which recorded kills to judge (default: the commit count)")
     args = ap.parse_args(argv)
     if args.report:
         return report(load())
+    if args.record:
+        RECORD.write_text(json.dumps(record_of(load()), indent=1) + "\n")
+        print(f"[sampled] {RECORD.relative_to(REPO)} written from {RESULTS.relative_to(REPO)}")
+        return report(load())
     if not os.environ.get("TAU_DEMO_STATE"):
         raise SystemExit("[sampled] set TAU_DEMO_STATE to a state directory of its own (the shared cluster lives there)")
-    modules = args.module or list(SELECTION)
-    unknown = [m for m in modules if m not in SELECTION]
-    if unknown:
-        raise SystemExit(f"[sampled] no cluster tests are chosen for {', '.join(unknown)} (SELECTION)")
     os.chdir(REPO)
     OUT.mkdir(exist_ok=True)
-    results = load() if args.resume else {}
-    commit = results.get("commit") or head()
-    if results and results.get("seed") != args.seed:
-        raise SystemExit(f"[sampled] the last run sampled with seed {results.get('seed')}: resume with it")
-    results.update(commit=commit, seed=args.seed, per_module=args.per_module or "SELECTION's")
-    results.setdefault("modules", {})
-    make_copy(commit)
-    # the cluster is brought up from here, not from the copy: its processes are the runner's, never the mutants'
-    from demo.cluster import backends
-    from demo.cluster.backend import UpOptions
-    from tests.cluster.conftest import BACKEND, NAME
-    from demo.cluster.state import State
-    from demo.cluster import setup
-    from k8s.client import Kube
-    from k8s.poll import WaitTimedOut
-    t_all = time.monotonic()
-    backends.get(BACKEND).up(NAME, UpOptions())
-    try:        # from here on, whatever happens, the shared cluster comes down at the end (unless --keep-cluster)
-        selection = sorted({t for m in modules for t in SELECTION[m][0]})
-        st = State.load(NAME)
-        if FROM_COPY & set(modules):
-            taucluster_from_copy(st)
-        print(f"[sampled] commit {commit}: the unmutated copy against {', '.join(selection)} "
-              f"(brings the shared cluster up)", flush=True)
-        status, clean, first = pytest(selection, 3 * 3600, OUT / "clean.log")
-        if status != "survived":
-            raise SystemExit(f"[sampled] the unmutated code fails its cluster tests ({first}); "
-                             f"see {OUT / 'clean.log'}")
-        results["clean_seconds"] = clean
-        save(results)
-        k = Kube(st.kubeconfig)
-        for path in modules:
-            code, names = mutants_of(path)
-            tests, size = SELECTION[path]
-            rng = random.Random(f"{args.seed}:{path}")      # per module: the same sample with or without --module
-            sample = sorted(rng.sample(sorted(names), min(args.per_module or size, len(names))))
-            m = results["modules"].setdefault(path, {"mutants": len(names), "judged": {}})
-            m["mutants"] = len(names)
-            limit = max(2 * clean, clean + 300)         # a hung test fails after 300 s before that
-            for n, name in enumerate(sample, 1):
-                if name in m["judged"]:
-                    continue
-                source = apply(path, code, name)
-                target = COPY / path
-                target.write_text(source)
-                try:
-                    try:
-                        if path in FROM_COPY:
-                            taucluster_from_copy(st)
-                    except (WaitTimedOut, subprocess.CalledProcessError) as e:     # the mutant does not start
-                        status, took, first = "killed", 0.0, f"its controller did not start: {e}"[:300]
-                    else:
-                        status, took, first = pytest(tests, limit, OUT / f"{name}.log")
-                finally:
-                    target.write_text((REPO / path).read_text())
-                    tidy(k)
-                m["judged"][name] = {"status": status, "seconds": round(took), "first": first, "diff": diff(path, source)}
-                save(results)
-                print(f"[sampled] {path} {n}/{len(sample)} {name}: {status} in {took:.0f}s {first}", flush=True)
-            if path in FROM_COPY:
-                setup.start_controller(st)       # the runner's own again (tidy killed the copy's)
-    finally:
-        results["seconds"] = results.get("seconds", 0) + (time.monotonic() - t_all)
-        save(results)
-        if not args.keep_cluster:
-            backends.get(BACKEND).down(NAME)
-    return report(results)
+    return gate(args.turn) if args.gate else run(args)
 
 
 if __name__ == "__main__":
