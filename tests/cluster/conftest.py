@@ -145,24 +145,73 @@ def logging_errors(text: str) -> list[str]:
     return out
 
 
-def log_sizes(root: Path) -> dict[Path, int]:
-    return {p: p.stat().st_size for p in root.rglob("*.log") if p.is_file()}
+class LogReader:
+    """What the log files under a state directory grew by since they were last read.  A file made again under the
+    same name (a race's own controller: its log is removed before it starts) is read from its start: it is known by
+    its first bytes (each log starts with a time of day), as the inode a removed file had is often given to the next."""
+
+    HEAD = 256
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.read: dict[Path, tuple[bytes, int]] = {}        # path -> (its first bytes, the offset read up to)
+
+    def files(self) -> list[Path]:
+        return sorted(self.root.rglob("*.log")) if self.root.is_dir() else []
+
+    def _take(self, path: Path, text_too: bool = True) -> str | None:
+        """What the file holds past its last read (the whole of it when it was made again or shrank), marked read;
+        None if it is gone (or not asked for)."""
+        try:
+            with open(path, "rb") as f:
+                head, size = f.read(self.HEAD), os.fstat(f.fileno()).st_size
+                if not text_too:
+                    self.read[path] = (head, size)
+                    return None
+                was_head, was = self.read.get(path, (b"", 0))
+                start = was if head.startswith(was_head) and len(was_head) <= was <= size else 0
+                f.seek(start)
+                data = f.read()
+        except OSError:
+            return None
+        self.read[path] = (head, start + len(data))
+        return data.decode(errors="replace")
+
+    def skip(self) -> None:
+        """Everything written so far counts as read (what earlier sessions in the same state wrote)."""
+        for path in self.files():
+            self._take(path, text_too=False)
+
+    def lost(self) -> list[str]:
+        """The lines lost (logging's error reports) in what was written since the last read."""
+        out = []
+        for path in self.files():
+            text = self._take(path)
+            out += [f"{path.name}: {e}" for e in logging_errors(text or "")]
+        return out
+
+
+LOGS = LogReader(Path(os.environ.get("TAU_DEMO_STATE") or "/nonexistent"))
+LOGS.skip()             # at import, before any fixture of the session: what earlier sessions wrote is theirs
 
 
 @pytest.fixture(autouse=True)
 def every_line_logged():
     """After each cluster test: no process under the session's state (the controllers it started, the cluster's
-    TauCluster controller, a race's own deadline controllers) lost a log line while the test ran, as it does when a
-    line's format does not fit its arguments.  Read in what each log file grew by during the test."""
-    root = Path(os.environ.get("TAU_DEMO_STATE") or "/nonexistent")
-    before = log_sizes(root) if root.is_dir() else {}
+    TauCluster controller, a race's own deadline controllers) lost a log line since the test before it was checked
+    (so the first test answers for what the session's fixtures logged at its start), as a process does when a line's
+    format does not fit its arguments.  What is logged after the last test is checked at the session's end."""
     yield
-    lost = []
-    for path, size in (log_sizes(root) if root.is_dir() else {}).items():
-        with open(path, "rb") as f:
-            f.seek(before.get(path, 0) if before.get(path, 0) <= size else 0)
-            lost += [f"{path.name}: {e}" for e in logging_errors(f.read().decode(errors="replace"))]
+    lost = LOGS.lost()
     assert not lost, "a process lost log lines during this test: " + "; ".join(lost)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    lost = LOGS.lost()
+    if lost:
+        print("\n[cluster tests] FAILED: a process lost log lines after the last test (the session's teardown): "
+              + "; ".join(lost), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -126,3 +126,36 @@ def test_a_log_line_whose_format_does_not_fit_is_reported_as_lost(monkeypatch):
     assert lost[0] == "Message: '%S' Arguments: ('taucluster demo: update ClusterQueue gpu refused',)", lost
     assert lost[1].startswith("Message: None"), lost
     assert logging_errors("12:00:00 taucluster demo: kept\n12:00:01 deadline: ready\n") == []
+
+
+LOST = "--- Logging error ---\nMessage: None\nArguments: ('deadline: watching',)\n"
+
+
+def test_the_logs_are_read_from_where_they_were_last_read_and_a_file_made_again_from_its_start(tmp_path):
+    # the sampled run at 8ee113f: a race's own deadline controller removes its log and starts again; the new file,
+    # longer than the old one, was read from the old one's length on, and the lost start line went unseen
+    from tests.cluster.conftest import LogReader
+    (tmp_path / "controllers").mkdir()
+    old = tmp_path / "controllers" / "deadline-race-legacy.log"
+    old.write_text("12:00:00 deadline: ready\n" + LOST)                 # an earlier session's
+    reader = LogReader(tmp_path)
+    reader.skip()
+    assert reader.lost() == []
+    with open(old, "a") as f:
+        f.write("12:00:01 deadline: ready\n")
+    assert reader.lost() == []
+    old.unlink()
+    old.write_text(LOST + "12:00:02 deadline: ready\n" * 20)            # made again, longer than before
+    assert reader.lost() == ["deadline-race-legacy.log: Message: None Arguments: ('deadline: watching',)"]
+    assert reader.lost() == []                                            # each loss is reported once
+    with open(old, "a") as f:
+        f.write(LOST)
+    (tmp_path / "fake-ca.log").write_text(LOST)                           # a new file, read whole
+    assert sorted(reader.lost()) == ["deadline-race-legacy.log: Message: None Arguments: ('deadline: watching',)",
+                                     "fake-ca.log: Message: None Arguments: ('deadline: watching',)"]
+    old.write_text(LOST)                                                  # the same file, shorter: read whole
+    assert reader.lost() == ["deadline-race-legacy.log: Message: None Arguments: ('deadline: watching',)"]
+    old.write_text("a" * 600 + "\n")
+    assert reader.lost() == []
+    old.write_text("a" * 256 + LOST)                                      # the same first bytes, but shorter
+    assert reader.lost() == ["deadline-race-legacy.log: Message: None Arguments: ('deadline: watching',)"]
