@@ -26,11 +26,12 @@ from demo.cluster.state import State
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.taucluster import plan as P
+from demo.taucluster.controller import TauClusterController
 from demo.taucluster.profile import objects, parse_profile
 from k8s import heartbeat
 from k8s import taucluster as tauclusters_
 from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, MODE_ADOPT, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS,
-                      TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
+                      TAUCLUSTER_FINALIZER, TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
 from k8s.objects import labels, meta, spec
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR,
                            SUBJECT_ACCESS_REVIEW, TAUCLUSTER)
@@ -129,6 +130,27 @@ def test_killed_while_making_a_profile_it_converges_from_the_cluster_and_preflig
     wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
         k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
              what="deleted clean")
+
+
+def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller, unique):
+    """In process, the cluster's controller stopped and the cache filled by hand (no watch runs here, so only the
+    controller's own writes can change it): one reconcile of a new Adopt TauCluster adds the finalizer and writes the
+    status, and its cache then holds that TauCluster exactly as the apiserver last returned it, and nothing else
+    (the response of each write is kept: Store.put; the sampled run at 8ee113f kept None instead, unseen)."""
+    name = f"tc-own{unique}"
+    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
+    try:
+        tc = k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_ADOPT,
+                                                             "profiles": [profile_raw(f"own{unique}")]}))
+        ctl = TauClusterController(k)
+        ctl.tauclusters.put(tc)
+        ctl.reconcile(name)
+        live = k.get(TAUCLUSTER, name)
+        assert TAUCLUSTER_FINALIZER in meta(live).get("finalizers", []) and live.get("status"), live
+        assert ctl.tauclusters.items() == [live], [meta(c).get("resourceVersion") for c in ctl.tauclusters.items()]
+    finally:
+        setup.start_controller(controller)
+        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
 
 
 GANG_POD = {"cpu": 8, "memory": 64 * 2**30, "nvidia.com/gpu": 8}      # manifests/gpu-job.yaml's pod; a gang is 2
