@@ -355,7 +355,7 @@ def judge(path: str, code: str, name: str, tests: list[str], limit: float, st, k
                 taucluster_from_copy(st)
         except (WaitTimedOut, subprocess.CalledProcessError) as e:     # the mutant does not start
             return "killed", 0.0, f"its controller did not start: {e}"[:300], source
-        return (*pytest(tests, limit, OUT / f"{name}.log"), source)
+        return (*pytest(tests, limit, COPY.parent / f"{name}.log"), source)
     finally:
         target.write_text((REPO / path).read_text())
         tidy(k)
@@ -447,8 +447,11 @@ def run(args) -> int:
 
 
 def gate(turn: int | None) -> int:
-    """CI's gate over RECORD (the module docstring says what it checks)."""
+    """CI's gate over RECORD (the module docstring says what it checks), in a copy of its own (a sampled run in the
+    same repository keeps its copy and its results)."""
     from tests.mutation.report import read_equivalents
+    global COPY
+    COPY = OUT / "gate" / "src"
     record = json.loads(RECORD.read_text())
     equivalents = read_equivalents(EQUIVALENTS)
     commit = head()
@@ -486,10 +489,10 @@ def gate(turn: int | None) -> int:
             taucluster_from_copy(st)
         print(f"[sampled gate] turn {turn}: the unmutated copy against the killing tests of "
               f"{', '.join(name for _, name in chosen)}", flush=True)
-        status, clean, first = pytest(sorted(set(killers)), 1800, OUT / "gate-clean.log")
+        status, clean, first = pytest(sorted(set(killers)), 1800, OUT / "gate" / "clean.log")
         if status != "survived":
             failures.append(f"the unmutated code fails the killing tests ({first}): nothing can be judged; "
-                            f"see {OUT / 'gate-clean.log'}")
+                            f"see {OUT / 'gate' / 'clean.log'}")
             chosen = []
         for (path, name), test in zip(chosen, killers):
             v = record["modules"][path]["judged"][name]
