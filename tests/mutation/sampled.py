@@ -33,8 +33,9 @@ The gate CI runs (`--gate`, `./test.sh --sampled`): `--record` writes the run's 
 by this script, never by hand), each kill with the test that killed it.  The gate fails when a module's recorded kill
 rate, the equivalents of EQUIVALENTS left out, is under FLOOR; then it judges again, on a cluster of its own, one
 recorded kill of each module, taken in turn (the commit's count picks which, so successive commits cover them all):
-its killing test must pass on the unmutated copy and fail with the mutant applied.  A recorded kill that now
-survives its test means a check was weakened or lost: the gate fails and names it.  A recorded mutant whose change
+its killing test must pass on the unmutated copy and fail with the mutant applied (or, if it passes alone, the
+module's tests in the run's order must fail, as in the run).  A recorded kill that now survives means a check was
+weakened or lost: the gate fails and names it.  A recorded mutant whose change
 no mutant of today's code makes (the code it changed is gone) is named and not judged; when more than a quarter of a
 module's record is gone the gate fails: the record is stale, run the sample again.
 """
@@ -499,9 +500,14 @@ def gate(turn: int | None) -> int:
             status, took, first, _ = judge(path, codes[path][0], now[name], [test], 2 * v["seconds"] + 120, st, k)
             said = f"{name}" + (f" (today {now[name]})" if now[name] != name else "")
             print(f"[sampled gate]   {said}: {status} in {took:.0f}s by {test} {first[:160]}", flush=True)
+            if status == "survived":        # alone; in the run its tests ran in order before it: judged so again
+                tests = SELECTION[path][0]
+                status, took, first, _ = judge(path, codes[path][0], now[name], tests, 1800, st, k)
+                print(f"[sampled gate]   {said}: {status} in {took:.0f}s by the module's tests in order "
+                      f"({', '.join(tests)}) {first[:160]}", flush=True)
             if status == "survived":
-                failures.append(f"{said} was killed by {test} at {v['commit']} and now survives it: a check was "
-                                f"weakened or lost; its change: {' / '.join(v['diff'])[:300]}")
+                failures.append(f"{said} was killed by {test} at {v['commit']} and now survives its module's tests: "
+                                f"a check was weakened or lost; its change: {' / '.join(v['diff'])[:300]}")
     for f in failures:
         print(f"[sampled gate] FAILED: {f}")
     print(f"[sampled gate] {'failed' if failures else 'passed'}")
