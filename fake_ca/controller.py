@@ -293,7 +293,8 @@ class FakeCA:
         node = next((n for n in self.nodes.items() if meta(n).get("name") == name), None)
         if node is None:
             return
-        try:
+        self.hooks.reach("before-node-taint", name)
+        try:       # guarded by the version read: a node changed meanwhile is not overwritten (a later loop looks again)
             self.nodes.put(self.k.patch(NODE, name, {"spec": {"taints": outbox.taints_with(node, taint)}},
                                         resource_version=meta(node).get("resourceVersion")))
         except (ApiError, Unreachable) as e:

@@ -282,6 +282,25 @@ def test_an_old_request_is_deleted_but_not_one_made_again_under_its_name(clean, 
     assert again["metadata"]["uid"] not in deleted, "the request made again was deleted"
 
 
+def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_loop(clean, by_hand, k):
+    """The scale-down taints a node with the resourceVersion it read, so a node changed meanwhile is not overwritten:
+    held at its pause point while the node changes, its taint is refused (409), it says so in its own words, and a
+    later loop taints the node again and deletes it."""
+    fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+    pr = by_hand(1)
+    uid = pr["metadata"]["uid"]
+    wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")
+    [node] = [n["metadata"]["name"] for n in nodes_of(k, uid)]
+    hooks.arm(HOOK_DIR, "before-node-taint", node)
+    hooks.wait_reached(HOOK_DIR, "before-node-taint", node, timeout=90)         # its booking over, unneeded
+    k.patch(R.NODE, node, {"metadata": {"labels": {"tau-test/changed": "yes"}}})
+    hooks.release(HOOK_DIR, "before-node-taint", node)
+    refused = outbox.node_write_failed_line("tainting", node, Exception("\0")).split("\0")[0]
+    wait_for(lambda: refused in fake_ca.log_text(), 30, what=f"the fake to say: {refused}...")
+    assert f"{refused}409 Conflict" in fake_ca.log_text(), [ln for ln in fake_ca.log_text().splitlines() if refused in ln]
+    wait_for(lambda: not nodes_of(k, uid), 60, what="a later loop to taint the node again and delete it")
+
+
 def test_controllers_run_with_least_privilege(k, ctx):
     review = R.SUBJECT_ACCESS_REVIEW
 
