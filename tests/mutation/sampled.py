@@ -25,8 +25,8 @@ the retry tests; and the controllers' Leases must go stale, so the next run star
 Needs TAU_DEMO_STATE (a state directory of its own, as for the cluster tests).  The run itself is not part of
 .ci/run (an hour or more); docs/testing.md has the last run's kill rates, the command and the commit.  Results:
 mutants-sampled/.  `--again NAME...` judges those mutants again at HEAD (after a check was added for them), keeping the
-run's other verdicts; each verdict keeps the commit it was judged at.  It does not run the unmutated selection first
-(its limit is the run's): the new checks pass on the unmutated code in CI's cluster stage, which the gate's record
+run's other verdicts (each found by its recorded change, under today's name); each verdict keeps the commit it was
+judged at.  It does not run the unmutated selection first (its limit is the run's): the new checks pass on the unmutated code in CI's cluster stage, which the gate's record
 goes through before it lands.
 
 The gate CI runs (`--gate`, `./test.sh --sampled`): `--record` writes the run's verdicts into RECORD (committed, made
@@ -432,11 +432,21 @@ def run(args) -> int:
                 for n, name in enumerate(sample, 1):
                     if name in m["judged"] and not again:
                         continue
-                    if name not in names:
-                        raise SystemExit(f"[sampled] {name}: no such mutant at {commit}")
-                    status, took, first, source = judge(path, code, name, tests, limit, st, k)
-                    m["judged"][name] = {"status": status, "seconds": round(took), "first": first,
-                                         "diff": diff(path, source), "commit": commit}
+                    if again:       # by its change: an edit of its function since the run renumbers its mutants
+                        was = m["judged"].get(name)
+                        now = was and today(path, code, names, name, was["diff"])
+                        if not now:
+                            raise SystemExit(f"[sampled] {name}: no mutant of {commit} makes its recorded change")
+                        if now != name and now in m["judged"]:
+                            raise SystemExit(f"[sampled] {name} is {now} today, a name the run gave another mutant: "
+                                             f"sample again")
+                    else:
+                        now = name
+                    status, took, first, source = judge(path, code, now, tests, limit, st, k)
+                    m["judged"].pop(name, None)         # the verdict of today's code, under today's name
+                    m["judged"][now] = {"status": status, "seconds": round(took), "first": first,
+                                        "diff": diff(path, source), "commit": commit}
+                    name = now
                     save(results)
                     print(f"[sampled] {path} {n}/{len(sample)} {name}: {status} in {took:.0f}s {first}", flush=True)
                 if path in FROM_COPY:
