@@ -26,8 +26,8 @@ Needs TAU_DEMO_STATE (a state directory of its own, as for the cluster tests).  
 .ci/run (an hour or more); docs/testing.md has the last run's kill rates, the command and the commit.  Results:
 mutants-sampled/.  `--again NAME...` judges those mutants again at HEAD (after a check was added for them), keeping the
 run's other verdicts (each found by its recorded change, under today's name); each verdict keeps the commit it was
-judged at.  It does not run the unmutated selection first (its limit is the run's): the new checks pass on the unmutated code in CI's cluster stage, which the gate's record
-goes through before it lands.
+judged at.  It does not run the unmutated selection first (its limit is the run's): the new checks pass on
+the unmutated code in CI's cluster stage, which the gate's record goes through before it lands.
 
 The gate CI runs (`--gate`, `./test.sh --sampled`): `--record` writes the run's verdicts into RECORD (committed, made
 by this script, never by hand), each kill with the test that killed it.  The gate fails when a module's recorded kill
@@ -501,6 +501,8 @@ def gate(turn: int | None) -> int:
         print(f"[sampled gate] turn {turn}: the unmutated copy against the killing tests of "
               f"{', '.join(name for _, name in chosen)}", flush=True)
         status, clean, first = pytest(sorted(set(killers)), 1800, OUT / "gate" / "clean.log")
+        said = "passed" if status == "survived" else status
+        print(f"[sampled gate]   unmutated: {said} in {clean:.0f}s {first[:160]}", flush=True)
         if status != "survived":
             failures.append(f"the unmutated code fails the killing tests ({first}): nothing can be judged; "
                             f"see {OUT / 'gate' / 'clean.log'}")
