@@ -436,7 +436,8 @@ def run(args) -> int:
                         was = m["judged"].get(name)
                         now = was and today(path, code, names, name, was["diff"])
                         if not now:
-                            raise SystemExit(f"[sampled] {name}: no mutant of {commit} makes its recorded change")
+                            raise SystemExit(f"[sampled] {name}: " + (f"no mutant of {commit} makes its recorded change"
+                                                                      if was else "not judged by the last run"))
                         if now != name and now in m["judged"]:
                             raise SystemExit(f"[sampled] {name} is {now} today, a name the run gave another mutant: "
                                              f"sample again")
@@ -460,6 +461,7 @@ def run(args) -> int:
 def gate(turn: int | None) -> int:
     """CI's gate over RECORD (the module docstring says what it checks), in a copy of its own (a sampled run in the
     same repository keeps its copy and its results)."""
+    from demo.cluster import setup
     from tests.mutation.report import read_equivalents
     global COPY
     COPY = OUT / "gate" / "src"
@@ -517,6 +519,8 @@ def gate(turn: int | None) -> int:
                 status, took, first, _ = judge(path, codes[path][0], now[name], tests, 1800, st, k)
                 print(f"[sampled gate]   {said}: {status} in {took:.0f}s by the module's tests in order "
                       f"({', '.join(tests)}) {first[:160]}", flush=True)
+            if path in FROM_COPY:
+                setup.start_controller(st)       # the runner's own again (tidy killed the copy's)
             if status == "survived":
                 failures.append(f"{said} was killed by {test} at {v['commit']} and now survives its module's tests: "
                                 f"a check was weakened or lost; its change: {' / '.join(v['diff'])[:300]}")
