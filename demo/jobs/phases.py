@@ -398,20 +398,29 @@ def over_run(history: list[list[Row]], outcome: str = "") -> tuple[list[Row], st
     """The five phases over a run, from the rows written as it went (oldest first) and the last outcome: what
     the run reached, not what its teardown left (one node deleted, one pod gone, the Workload gone).
 
-    Each phase is shown as it was when it was first done (both nodes booked, both pods scheduled); a phase
-    failed in the last rows stays failed (the run ended so); a phase never done is shown as it was last open
-    (active or failed); the phases after the first one not done are pending, as in derive().  The outcome:
-    succeeded when all are done, failed when one failed, else the last one."""
+    Each phase is shown as it was when the run moved on from it: as in the row where the next phase was first
+    done (both nodes booked, both pods scheduled), or, when no phase after it was ever done, as it was first done.
+    Not simply when it was first done: a row is derived from several watches, and the one that says a phase is
+    done (the request Provisioned) can come before another that says how (the nodes made for it).  A phase failed in
+    the last rows stays failed (the run ended so); a phase never done is shown as it was last open (active or
+    failed); the phases after the first one not done are pending, as in derive().  The outcome: succeeded when all
+    are done, failed when one failed, else the last one."""
     if not history:
         return [], outcome
     last = history[-1]
     rows: list[Row] = []
-    for name, state, detail in last:
+    for i, (name, state, detail) in enumerate(last):
         if rows and rows[-1][1] != "done":
             rows.append([name, "pending", ""])
             continue
         seen = [(s, d) for written in history for n, s, d in written if n == name]
         done = [d for s, d in seen if s == "done"]
+        moved_on = next((j for j, written in enumerate(history)
+                         if i + 1 < len(written) and written[i + 1][1] == "done"), None)
+        settled = [] if moved_on is None else [d for written in history[:moved_on + 1] for n, s, d in written
+                                               if n == name and s == "done"]
+        if settled:
+            done = settled[-1:]
         opened = [(s, d) for s, d in seen if s != "pending"]
         if state != "failed" and done:
             state, detail = "done", done[0]

@@ -313,6 +313,25 @@ def test_over_a_run_each_phase_is_as_it_was_first_done_not_as_its_teardown_left_
     assert over_run([early, DONE5, teardown], "") == (DONE5, "succeeded")      # all done: succeeded
 
 
+def test_over_a_run_each_phase_is_as_it_was_when_the_next_was_first_done_not_before_its_facts_came():
+    # the cold CI at 0e65839: the request's Provisioned came to the recorder before the nodes made for it, so the first
+    # row with the capacity done said no node was booked; the run moved on with both nodes booked
+    found = rows(("done", "applied"), ("done", QUOTA), ("done", "capacity found on existing nodes"),
+                 ("active", "waiting for Kueue to unsuspend the Job"), ("pending", ""))
+    booked = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("active", "0/2 scheduled"), ("pending", ""))
+    scheduled = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("done", "2/2 on a, b"),
+                     ("active", "Running (2/2 pods)"))
+    teardown = rows(("done", "applied"), ("done", "quota was reserved (gone)"),
+                    ("done", "capacity found on existing nodes"), ("done", "1/2 on b"), ("done", "Succeeded"))
+    assert over_run([found, booked, scheduled, DONE5, teardown], "succeeded") == (DONE5, "succeeded")
+    # the row where the next phase was first done is the one read: not the row before it, nor the one after
+    assert over_run([found, scheduled, teardown, DONE5], "succeeded")[0][2] == ["Capacity provisioning", "done", BOOKED]
+    # the next phase never done (the nodes never booted): the phase as it was first done
+    gone = rows(("done", "applied"), ("done", QUOTA), ("done", "capacity found on existing nodes"),
+                ("failed", "the nodes never became Ready"), ("pending", ""))
+    assert over_run([booked, gone], "failed")[0][2] == ["Capacity provisioning", "done", BOOKED]
+
+
 def test_over_a_run_a_phase_failed_at_its_end_stays_failed_and_the_rest_are_pending():
     admitted = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("active", "0/2"), ("pending", ""))
     rejected = rows(("done", "applied"), ("done", "quota was reserved (released on eviction)"),
