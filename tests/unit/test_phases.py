@@ -319,8 +319,8 @@ def test_over_a_run_each_phase_is_as_it_was_when_the_next_was_first_done_not_bef
     found = rows(("done", "applied"), ("done", QUOTA), ("done", "capacity found on existing nodes"),
                  ("active", "waiting for Kueue to unsuspend the Job"), ("pending", ""))
     booked = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("active", "0/2 scheduled"), ("pending", ""))
-    scheduled = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("done", "2/2 on a, b"),
-                     ("active", "Running (2/2 pods)"))
+    scheduled = rows(("done", "applied"), ("done", QUOTA), ("done", BOOKED), ("done", "2/2 scheduled"),
+                     ("active", "Running (2/2 pods)"))       # the same for the pods: as they were once the run went on
     teardown = rows(("done", "applied"), ("done", "quota was reserved (gone)"),
                     ("done", "capacity found on existing nodes"), ("done", "1/2 on b"), ("done", "Succeeded"))
     assert over_run([found, booked, scheduled, DONE5, teardown], "succeeded") == (DONE5, "succeeded")
