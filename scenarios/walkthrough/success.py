@@ -14,8 +14,9 @@ from fake_ca.request import pod_requests
 from k8s import job as jobs
 from k8s import node as nodes_
 from k8s.keys import GPU
-from k8s.objects import parse_time
+from k8s.objects import parse_time, revision
 from k8s.paths import shown
+from k8s.tape import by_revision
 
 from ..kit.harness import Context
 from ..kit.scenario import Scenario
@@ -68,10 +69,16 @@ def run(ctx: Context) -> None:
     if len(made) == 2:
         ctx.check(abs(made[0] - made[1]) <= 1, f"both nodes were created together ({abs(made[0] - made[1]):.0f}s apart)")
     unsuspended = rec.first(lambda s: jobs.started(s.job))
-    both_nodes = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used) == 2)
     both_ready = rec.first(lambda s: sum(1 for n in s.nodes if n["metadata"]["name"] in used
                                          and nodes_.ready(n)) == 2)
-    ctx.check(unsuspended is not None and both_nodes is not None and both_nodes <= unsuspended,
+    # in etcd's order, not in the order the recorder's watches delivered it (the Jobs' watch may deliver the
+    # unsuspension a moment before the nodes' watch delivers the nodes made before it): both nodes were made at an
+    # earlier revision than the Job's first unsuspended version
+    order = by_revision(rec.tape.changes)
+    made_at = [revision(o) for _, typ, o in order if o.get("kind") == "Node" and typ == "ADDED"
+               and o["metadata"]["name"] in used]
+    unsuspended_at = next((revision(o) for _, _, o in order if o.get("kind") == "Job" and jobs.started(o)), None)
+    ctx.check(unsuspended_at is not None and len(made_at) == 2 and max(made_at) < unsuspended_at,
               "the Job stayed suspended until both nodes existed")
     if ctx.autoscaler != "real":          # the kwok provider's nodes are Ready at once: nothing boots
         waited = f"{both_ready - unsuspended:.0f}s" if unsuspended and both_ready else "?"
