@@ -226,7 +226,9 @@ class Recorder:
         out: dict[str, Attempt] = {}
         for t, snap in self.samples:
             for pr in snap.provreqs:
-                a = out.setdefault(uid(pr), Attempt(pr["metadata"]["name"], provreqs_.attempt(pr), uid(pr), t))
+                created = created_at(pr)
+                a = out.setdefault(uid(pr), Attempt(pr["metadata"]["name"], provreqs_.attempt(pr), uid(pr), t,
+                                                    created=created.timestamp() if created else None))
                 a.last_seen = t
                 if a.failed_at is None and is_true(pr, FAILED):
                     a.failed_at, a.failed = t, condition(pr, FAILED)
@@ -303,6 +305,7 @@ class Attempt:
     failed: dict | None = None            # the Failed condition when first seen True
     provisioned_at: float | None = None
     last_seen: float = 0.0
+    created: float | None = None          # its creationTimestamp (the apiserver's, whole seconds)
 
     @property
     def answered(self) -> bool:
