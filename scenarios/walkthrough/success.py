@@ -16,6 +16,7 @@ from k8s import node as nodes_
 from k8s.keys import GPU
 from k8s.objects import parse_time, revision
 from k8s.paths import shown
+from k8s.resources import JOB, NODE
 from k8s.tape import by_revision
 
 from ..kit.harness import Context
@@ -75,9 +76,9 @@ def run(ctx: Context) -> None:
     # unsuspension a moment before the nodes' watch delivers the nodes made before it): both nodes were made at an
     # earlier revision than the Job's first unsuspended version
     order = by_revision(rec.tape.changes)
-    made_at = [revision(o) for _, typ, o in order if o.get("kind") == "Node" and typ == "ADDED"
+    made_at = [revision(o) for _, typ, o in order if o.get("kind") == NODE.kind and typ == "ADDED"
                and o["metadata"]["name"] in used]
-    unsuspended_at = next((revision(o) for _, _, o in order if o.get("kind") == "Job" and jobs.started(o)), None)
+    unsuspended_at = next((revision(o) for _, _, o in order if o.get("kind") == JOB.kind and jobs.started(o)), None)
     ctx.check(unsuspended_at is not None and len(made_at) == 2 and max(made_at) < unsuspended_at,
               "the Job stayed suspended until both nodes existed")
     if ctx.autoscaler != "real":          # the kwok provider's nodes are Ready at once: nothing boots
