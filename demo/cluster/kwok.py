@@ -80,8 +80,13 @@ def kwokctl_config(apiserver_port: int) -> list[dict]:
     # (tests/cluster/test_client_retry.py)
     apf = [{"key": "enable-priority-and-fairness", "value": "true"},
            {"key": "max-requests-inflight", "value": "400"}, {"key": "max-mutating-requests-inflight", "value": "200"}]
+    # the controller manager and the scheduler elect a leader by default and exit once they cannot renew their lease
+    # for 10 s (an apiserver down that long, as tests/cluster/test_faults.py keeps it); a kubelet restarts such a
+    # static pod, but nothing restarts a process of the binary runtime: one of each runs, so none elects
+    alone = [{"key": "leader-elect", "value": "false"}]
     docs: list[dict] = [KWOKCTL_CONFIGURATION.doc(options=options, componentsPatches=[
-        {"name": "kube-apiserver", "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}, *apf]}])]
+        {"name": "kube-apiserver", "extraArgs": [{"key": "advertise-address", "value": "127.0.0.1"}, *apf]},
+        {"name": "kube-controller-manager", "extraArgs": alone}, {"name": "kube-scheduler", "extraArgs": alone}])]
     return docs + install.kwok_stage_docs()
 
 
@@ -303,6 +308,10 @@ def restart_process(st: State, component: str, timeout: float = 60, while_down: 
     pidfile.write_text(str(new.pid))        # no newline: kwokctl reads it with strconv.Atoi, unTrimmed
     if component == "kube-apiserver":
         install.wait_apiserver(Kube(st.kubeconfig), timeout)
+    gone = sorted(p.stem for p in (kwok_cluster_dir(st) / "pids").glob("*.pid") if procs.read_plain_pid(p) is None)
+    if gone:        # nothing restarts a process of the binary runtime: the cluster would stay without it
+        raise ClusterError(f"{', '.join(gone)} of cluster {st.name} exited while {component} was restarted "
+                           f"(logs in {kwok_cluster_dir(st) / 'logs'})")
 
 
 def restart_kueue(st: State) -> None:

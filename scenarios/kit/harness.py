@@ -23,7 +23,7 @@ from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import NotFound
 from demo.cluster import procs, slots
-from k8s.objects import is_true, meta
+from k8s.objects import deleting, is_true, meta
 from k8s.keys import (BOOKING_EXPIRED, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, PROVISIONED,
                       SCENARIO_PREFIXES, SPECS_NAMESPACE, TAUCLUSTER_SCENARIO_PREFIX)
 from k8s.paths import RUNS
@@ -229,10 +229,19 @@ class Context:
         if job is None:
             return
         self.k.delete(JOB, name, namespace, propagation="Foreground")
-        if wait:
-            uid = job["metadata"]["uid"]
-            self.wait(lambda: not self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid))
-                      and self.live.get(JOB, name, namespace) is None, 60, f"job {name} and its Workload to go")
+        if not wait:
+            return
+        uid = job["metadata"]["uid"]
+
+        def left() -> list[tuple[str, dict]]:
+            return [(res.kind, o) for res, o in [(JOB, self.live.get(JOB, name, namespace)), *(
+                (WORKLOAD, w) for w in self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid)))] if o]
+        try:
+            self.wait(lambda: not left(), 60, f"job {name} and its Workload to go")
+        except ScenarioFailed as e:      # what holds them: a finalizer no controller removed
+            raise ScenarioFailed(f"{e}; left: " + "; ".join(
+                f"{kind} {meta(o)['name']} (deleting: {'yes' if deleting(o) else 'no'}, finalizers: "
+                f"{', '.join(meta(o).get('finalizers') or []) or 'none'})" for kind, o in left())) from None
 
     def left_objects(self) -> list[tuple]:
         """Everything a finished scenario must not leave behind, as (resource, name, namespace or None), read now:

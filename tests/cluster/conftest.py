@@ -32,7 +32,8 @@ from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.kit.controllers import DEMO_FAKE_CA, ensure_controller, stop_started
 from k8s import poll
-from scenarios.kit.harness import Context
+from scenarios.kit import runner
+from scenarios.kit.harness import Context, ScenarioFailed
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
 BACKEND = os.environ.get("TAU_DEMO_TEST_BACKEND", "kwok")         # kind: on a Docker engine (tests/kind/)
@@ -290,8 +291,18 @@ def own_fake_ca(k, no_autoscaler):
 
 @pytest.fixture
 def clean(ctx):
-    """Each test starts and must end with nothing left in the demo namespace and an empty pool."""
+    """Each test starts and must end with nothing left in the demo namespace and an empty pool.  What a test leaves
+    fails it and is then removed (`tau-demo clean`'s sweep), so that the tests after it are not failed for it."""
     assert ctx.leftovers() == [], "a previous test left objects behind"
     yield ctx
-    ctx.wait_pool_empty(120)
-    assert ctx.leftovers() == []
+    drained = None
+    try:
+        ctx.wait_pool_empty(120)
+    except ScenarioFailed as e:
+        drained = str(e)
+    left = ctx.leftovers()
+    if drained is None and not left:
+        return
+    removed, still = runner.clean(ctx)
+    pytest.fail(f"the test left {left or 'no object'} behind{'; ' + drained if drained else ''}; removed after it: "
+                f"{removed or 'nothing'}; still there: {still or 'nothing'}", pytrace=False)

@@ -7,6 +7,7 @@ Workload that the test's recorder saw, through the fault."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -96,30 +97,49 @@ def pool_nodes(k) -> list[dict]:
 def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, unique):
     own_fake_ca("--hook-dir", str(HOOK_DIR), "--initial-backoff", "1s", "--initial-node-group-backoff", "2s")
     name = f"job-fault-{unique}"
-    with Recorder(clean, name, None, interval=0.2) as rec:
-        # out of stock for 3s: the first attempt is refused, so the pause point is armed before the scale-up
-        clean.submit(name, "2x8", duration="3s", provreq={"fakeCAStockout": "3", "fakeCABootSeconds": "0"})
-        pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
-        key = f"{NS}/{pr['metadata']['name']}"
-        hooks.arm(HOOK_DIR, "node-created", key)
-        info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
-        assert info["of"] == 2
-        # while one create thread is parked after its node; the other's create is done, in flight or not yet
-        # sent, and the scale-up must end with exactly the gang's nodes either way (rolled back and retried)
-        restart("kube-apiserver")
-        hooks.release(HOOK_DIR, "node-created", key)
-        wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
-                 what="Provisioned=True once the apiserver is back")
-        wait_for(lambda: rec.tape.synced() and not rec.tape.errors()
-                 and rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted")), 60,
-                 what="the recorder, listing again after the restart, to see the Workload admitted")
-    assert_invariants(rec, name)
-    mine = [n for n in pool_nodes(k)
-            if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
-    assert len(mine) == 2 and len(pool_nodes(k)) == 2, "exactly the gang's two nodes: none duplicated"
-    assert "list/watch" in fake_ca_log(clean), "the fake's informers saw the apiserver go and relisted"
-    clean.delete_job(name)
+    try:
+        with Recorder(clean, name, None, interval=0.2) as rec:
+            # out of stock for 3s: the first attempt is refused, so the pause point is armed before the scale-up
+            clean.submit(name, "2x8", duration="3s", provreq={"fakeCAStockout": "3", "fakeCABootSeconds": "0"})
+            pr = wait_for(lambda: next(iter(k.list(R.PROVREQ, NS)[0]), None), 60, what="the ProvisioningRequest")
+            key = f"{NS}/{pr['metadata']['name']}"
+            hooks.arm(HOOK_DIR, "node-created", key)
+            info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
+            assert info["of"] == 2
+            # while one create thread is parked after its node; the other's create is done, in flight or not yet
+            # sent, and the scale-up must end with exactly the gang's nodes either way (rolled back and retried)
+            restart("kube-apiserver")
+            hooks.release(HOOK_DIR, "node-created", key)
+            wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
+                     what="Provisioned=True once the apiserver is back")
+            wait_for(lambda: rec.tape.synced() and not rec.tape.errors()
+                     and rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted")), 60,
+                     what="the recorder, listing again after the restart, to see the Workload admitted")
+        assert_invariants(rec, name)
+        mine = [n for n in pool_nodes(k)
+                if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
+        assert len(mine) == 2 and len(pool_nodes(k)) == 2, "exactly the gang's two nodes: none duplicated"
+        assert "list/watch" in fake_ca_log(clean), "the fake's informers saw the apiserver go and relisted"
+    finally:
+        clean.delete_job(name)
     wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
+
+
+def test_the_control_plane_outlives_an_apiserver_down_longer_than_a_leaders_lease(clean, k, unique):
+    """The apiserver kept down 15 s, longer than the 10 s in which a leader must renew its lease: a controller
+    manager or scheduler that elects a leader exits then, and on the kwok backend nothing would start it again (the
+    cluster would keep no garbage collector and no Job controller; what the CI at 5830e37 met). Every process of
+    the control plane is still running (restart() says which exited), and the garbage collector still works: an
+    owner deleted in the foreground goes once it has removed its dependent."""
+    restart("kube-apiserver", while_down=lambda: time.sleep(15))
+    owner = k.create(R.CONFIG_MAP, {"metadata": {"name": f"owner-{unique}"}}, NS)
+    k.create(R.CONFIG_MAP, {"metadata": {"name": f"dependent-{unique}", "ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": meta(owner)["name"], "uid": meta(owner)["uid"],
+        "blockOwnerDeletion": True}]}}, NS)
+    k.delete(R.CONFIG_MAP, meta(owner)["name"], NS, propagation="Foreground")
+    wait_for(lambda: k.get_or_none(R.CONFIG_MAP, meta(owner)["name"], NS) is None
+             and k.get_or_none(R.CONFIG_MAP, f"dependent-{unique}", NS) is None, 90,
+             what="the garbage collector to delete the dependent, then the owner (foreground deletion)")
 
 
 def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the_scale_up(clean, k, own_fake_ca,
