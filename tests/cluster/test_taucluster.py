@@ -11,11 +11,16 @@ clear error."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,7 +35,7 @@ from demo.taucluster.controller import TauClusterController
 from demo.taucluster.profile import objects, parse_profile
 from k8s import heartbeat
 from k8s import taucluster as tauclusters_
-from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, MODE_ADOPT, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS,
+from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, GPU, MODE_ADOPT, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS,
                       TAUCLUSTER_FINALIZER, TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
 from k8s.objects import labels, meta, spec
 from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR,
@@ -39,7 +44,7 @@ from k8s.paths import REPO
 from k8s.quantity import parse_quantity_exact
 from k8s.watch import Watch
 from scenarios.kit import catalogue
-from scenarios.taucluster.stories import profile_raw
+from scenarios.taucluster.stories import gpu_quota, profile_raw
 from tests.cluster.conftest import wait_for
 
 KINDS = {r.kind: r for r in (RESOURCE_FLAVOR, PROVREQ_CONFIG, ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE)}
@@ -151,6 +156,121 @@ def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller
     finally:
         setup.start_controller(controller)
         wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
+
+
+def with_gpu_quota(cq: dict, quota: str) -> dict:
+    """A patch of the ClusterQueue's resource groups with its GPU quota changed, as someone editing it would send."""
+    groups = copy.deepcopy(spec(cq)["resourceGroups"])
+    for r in (r for g in groups for f in g["flavors"] for r in f["resources"] if r["name"] == GPU):
+        r["nominalQuota"] = quota
+    return {"spec": {"resourceGroups": groups}}
+
+
+def test_its_finalizer_written_on_a_stale_read_is_refused_and_looked_at_again_at_once(k, controller, unique):
+    """In process, the cluster's controller stopped, its cache filled by hand: a new Adopt TauCluster is edited by
+    someone after the controller read it.  Its finalizer patch, guarded by the resourceVersion it read, is refused and
+    changes nothing; the controller asks to look again at once (within half a second: the sampled run at 3800efa
+    looked again after 1.2 s, unseen); from the fresh read the finalizer goes on."""
+    name = f"tc-fin{unique}"
+    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
+    try:
+        ctl = TauClusterController(k)
+        ctl.tauclusters.put(k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={
+            "mode": MODE_ADOPT, "profiles": [profile_raw(f"fin{unique}")]})))
+        edited = k.patch(TAUCLUSTER, name, {"metadata": {"labels": {"edited-by": "someone"}}})
+        after = ctl.reconcile(name)
+        assert after is not None and after <= 0.5, f"a refused finalizer patch is looked at again at once, not {after}"
+        live = k.get(TAUCLUSTER, name)
+        assert meta(live)["resourceVersion"] == meta(edited)["resourceVersion"], "the stale patch was not refused"
+        ctl.tauclusters.put(live)
+        ctl.reconcile(name)
+        assert TAUCLUSTER_FINALIZER in meta(k.get(TAUCLUSTER, name)).get("finalizers", [])
+    finally:
+        setup.start_controller(controller)
+        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
+        k.delete(TAUCLUSTER, name)
+        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None, 60, what="deleted clean")
+
+
+@contextlib.contextmanager
+def manage_in_process(k, controller, name: str, raw: dict, ctl: TauClusterController):
+    """The cluster's controller stopped; a new Manage TauCluster of `raw` made by `ctl`, in process, its caches filled
+    by hand (reconciled, then given what the apiserver lists, until the ClusterQueue is made): yields the ClusterQueue.
+    After: the cluster's controller, started again, deletes the TauCluster and all it made."""
+    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
+    try:
+        ctl.tauclusters.put(k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_MANAGE, "profiles": [raw]})))
+
+        def queue_made() -> dict | None:
+            ctl.reconcile(name)
+            for kind, res in KINDS.items():         # what a watch would bring: Kueue's answers too
+                for obj in k.list(res)[0]:
+                    ctl.kueue[kind].put(obj)
+            return k.get_or_none(CLUSTER_QUEUE, raw["clusterQueue"])
+        yield wait_for(queue_made, 30, what="the in-process controller to make the profile's ClusterQueue")
+    finally:
+        setup.start_controller(controller)
+        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
+        made = objects(parse_profile(raw), name)
+        k.delete(TAUCLUSTER, name)
+        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
+            k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
+                 what="deleted clean")
+
+
+def test_a_write_on_a_stale_read_is_refused_said_and_made_again_from_a_fresh_read(k, controller, unique, caplog):
+    """In process, caches filled by hand: someone edits the ClusterQueue a Manage TauCluster made (its cache gets that
+    version), then again (its cache does not).  The update it decides on its stale read is refused (409: it carries
+    the resourceVersion it read) and changes nothing; it says so in its own words and looks again at once; given
+    the fresh version, its update puts the quota back.  (The sampled run at 3800efa: an update without its
+    resourceVersion, and its line logged as `XX%sXX`, went unseen.)"""
+    raw = profile_raw(f"stale{unique}")
+    ctl = TauClusterController(k)
+    name = f"tc-stale{unique}"
+    caplog.set_level(logging.INFO, logger="taucluster")
+    with manage_in_process(k, controller, name, raw, ctl) as cq:
+        ctl.kueue[CLUSTER_QUEUE.kind].put(k.patch(CLUSTER_QUEUE, meta(cq)["name"], with_gpu_quota(cq, "2")))
+        again = k.patch(CLUSTER_QUEUE, meta(cq)["name"], with_gpu_quota(cq, "3"))
+        caplog.clear()
+        assert ctl.reconcile(name) == 0.2, "a refused write is looked at again at once"
+        after = k.get(CLUSTER_QUEUE, meta(cq)["name"])
+        assert meta(after)["resourceVersion"] == meta(again)["resourceVersion"], "the stale update was not refused"
+        said = [r.getMessage() for r in caplog.records if r.name == "taucluster"]
+        what = re.escape(f"taucluster {name}: update {P.describe(cq)}")
+        assert [m for m in said if re.fullmatch(rf"{what}: .+", m)], said
+        assert [m for m in said if re.fullmatch(rf"{what} refused \(.+\); looking again", m)], said
+        ctl.kueue[CLUSTER_QUEUE.kind].put(after)
+        ctl.reconcile(name)
+        assert gpu_quota(k.get(CLUSTER_QUEUE, meta(cq)["name"])) == gpu_quota(cq), "put back from the fresh read"
+
+
+def test_a_change_to_a_profiles_object_alone_queues_its_taucluster(k, controller, unique):
+    """In process, its watches running and its resync an hour: someone edits the ClusterQueue a Manage TauCluster made;
+    the watch's event alone must queue the TauCluster, which puts the quota back within seconds.  (The sampled run at
+    3800efa: an event of a Kueue object queued nothing, and the 10 s resync put every drift back in time.)"""
+    raw = profile_raw(f"event{unique}")
+    ctl = TauClusterController(k, resync=3600.0)
+    stop, ready = threading.Event(), threading.Event()
+    looks: list = []                # what each reconcile returned: None once ready with nothing to write (no timer)
+    reconcile = ctl.reconcile
+    ctl.reconcile = lambda key: looks.append(reconcile(key)) or looks[-1]
+    with manage_in_process(k, controller, f"tc-event{unique}", raw, ctl) as cq:
+        loop = threading.Thread(target=ctl.run, args=(stop, ready), daemon=True)
+        loop.start()
+        try:
+            assert ready.wait(30), "the in-process controller's caches did not sync"
+
+            def quiet() -> bool:            # no look for a second, the last one wanting no other
+                n = len(looks)
+                time.sleep(1.0)
+                return n > 0 and len(looks) == n and looks[-1] is None
+            wait_for(quiet, 60, what="the TauCluster ready, its controller with nothing more to do")
+            k.patch(CLUSTER_QUEUE, meta(cq)["name"], with_gpu_quota(cq, "2"))
+            wait_for(lambda: gpu_quota(k.get(CLUSTER_QUEUE, meta(cq)["name"])) == gpu_quota(cq), 10,
+                     what="the quota put back on the watch's event alone (the resync is an hour)")
+        finally:
+            stop.set()
+            loop.join(15)
 
 
 GANG_POD = {"cpu": 8, "memory": 64 * 2**30, "nvidia.com/gpu": 8}      # manifests/gpu-job.yaml's pod; a gang is 2

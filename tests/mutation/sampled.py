@@ -71,6 +71,9 @@ FAULTS = ("tests/cluster/test_faults.py::"          # a controller's start while
 SELECTION = {
     "demo/deadline/controller.py": (["tests/cluster/test_deadline_controller.py",
                                      "tests/cluster/test_scenarios.py::test_race_scenarios_repeatedly[race-legacy-1]",
+                                     # killed (kill -9) at each pause point of its steps, started again, converges
+                                     "tests/cluster/test_scenarios.py::"
+                                     "test_deadline_controller_killed_at_each_step_boundary_converges",
                                      f"{FAULTS}[deadline]"],
                                     20),
     "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
