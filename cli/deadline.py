@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from demo.deadline.controller import CLEANUP_TTL, DEFAULT_WORKERS, PROTOCOLS, RESYNC, DeadlineController
+from demo.deadline.controller import CLEANUP_TTL, DEFAULT_WORKERS, JOB_RESYNC, PROTOCOLS, DeadlineController
 from demo.deadline.rule import DEFAULT_OUTER_FACTOR, DEFAULT_RULE, Rule
 from k8s.errors import Unreachable
 from k8s.hooks import Hooks
@@ -28,7 +28,8 @@ from .options import CONTEXT_SETTINGS, duration, kube_options, run_controller
                    "deadlines after submission")
 @click.option("--cleanup-ttl", default=f"{CLEANUP_TTL:g}s", callback=duration, show_default=True,
               help="how long a timed-out Job stays before cleanup deletes it")
-@click.option("--resync", default=f"{RESYNC:g}s", callback=duration, show_default=True, help="re-check every Job this often")
+@click.option("--resync", default=f"{JOB_RESYNC:g}s", callback=duration, show_default=True,
+              help="re-check every Job this often")
 @click.option("--class", "instance", default=DEFAULT_DEADLINE_CLASS, show_default=True,
               help=f"handle only Jobs whose {DEADLINE_CLASS_ANNOTATION} annotation names this class "
                    f"(Jobs without it belong to '{DEFAULT_DEADLINE_CLASS}')")

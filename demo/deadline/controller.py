@@ -64,13 +64,13 @@ PROTOCOLS = ("committed", "legacy")
 # more in flight keep up with deadlines that pass together; docs/benchmarks.md has the measurements.
 DEFAULT_WORKERS = 16
 CLEANUP_TTL = 30.0      # s a timed-out Job stays before cleanup deletes it (--cleanup-ttl)
-RESYNC = 5.0            # s between two looks at every Job (--resync)
+JOB_RESYNC = 5.0        # s between two looks at every Job (--resync)
 MIN_REQUEUE = 0.005     # a timer that fired a hair early (wall clock vs monotonic) looks again 5 ms later
 
 
 class DeadlineController:
     def __init__(self, k: Kube, namespace: str | None = None, protocol: str = "committed",
-                 cleanup_ttl: float = CLEANUP_TTL, resync: float = RESYNC, hooks: Hooks | None = None,
+                 cleanup_ttl: float = CLEANUP_TTL, resync: float = JOB_RESYNC, hooks: Hooks | None = None,
                  clock: Callable[[], datetime] = utcnow, conflict_retries: int = 6,
                  instance: str = DEFAULT_DEADLINE_CLASS, workers: int = DEFAULT_WORKERS,
                  queue: WorkQueue | None = None, rule: str = R.DEFAULT_RULE,
