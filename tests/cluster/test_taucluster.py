@@ -156,6 +156,8 @@ def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller
     finally:
         setup.start_controller(controller)
         wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
+        k.delete(TAUCLUSTER, name)          # its claims (Adopt) would refuse a later test's profile the shared config
+        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None, 60, what="deleted clean")
 
 
 def with_gpu_quota(cq: dict, quota: str) -> dict:
@@ -270,7 +272,8 @@ def test_a_change_to_a_profiles_object_alone_queues_its_taucluster(k, controller
             try:
                 wait_for(quiet, 60, what="the TauCluster ready, its controller with nothing more to do")
             except Exception as e:
-                raise AssertionError(f"{e}; its last looks: {looks[-20:]} of {len(looks)}") from None
+                raise AssertionError(f"{e}; its last looks: {looks[-20:]} of {len(looks)}; status: "
+                                     f"{k.get(TAUCLUSTER, f'tc-event{unique}').get('status')}") from None
             k.patch(CLUSTER_QUEUE, meta(cq)["name"], with_gpu_quota(cq, "2"))
             wait_for(lambda: gpu_quota(k.get(CLUSTER_QUEUE, meta(cq)["name"])) == gpu_quota(cq), 10,
                      what="the quota put back on the watch's event alone (the resync is an hour)")
