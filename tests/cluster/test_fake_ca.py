@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -169,7 +170,11 @@ def test_request_over_the_pools_max_creates_zero_nodes(node_changes, by_hand, k)
     assert nodes_ever_made(node_changes, pr["metadata"]["uid"]) == []
 
 
-def test_booking_expires_then_the_node_goes(by_hand, k):
+def test_booking_expires_then_the_node_goes(clean, by_hand, k):
+    """The node goes once its booking expired; the fake then says each pool's nodes out of its maximum (the sampled
+    run at 3800efa logged "%s" in their place, unseen)."""
+    fake = next(c for c in clean.started if c.lease == "fake-ca")
+    since = len(fake.log_text())
     pr = by_hand(1)
     name = pr["metadata"]["name"]
     wait_for(lambda: cond(k, name).get("Provisioned", ("",))[0] == "True", 30, what="Provisioned=True")
@@ -179,6 +184,9 @@ def test_booking_expires_then_the_node_goes(by_hand, k):
     assert c["BookingExpired"] == ("True", "CapacityReservationTimeExpired", "Capacity reservation time is expired")
     assert c["Provisioned"][0] == "True"
     wait_for(lambda: not nodes_of(k, pr["metadata"]["uid"]), 40, what="the unneeded node to be deleted")
+    said = re.compile(r"^\d\d:\d\d:\d\d scale-down: node pool [a-z0-9-]+: \d+/\d+ nodes$", re.M)
+    wait_for(lambda: said.search(fake.log_text()[since:]), 10,
+             what="the fake to say its pools' nodes after the scale-down")
 
 
 @pytest.mark.parametrize("case", ["unknown-class", "missing-template", "absurd-request", "bad-parameters",
