@@ -9,17 +9,18 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from demo.jobs.preflight import Gang
-from demo.jobs.render import job_template, render_job
+from demo.jobs.render import job_template, new_name, render_job
 from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
-from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, MARKER, PARAM_TTL_SECONDS, PROVREQ_UID_ANNOTATION,
-                      SERVICE_ACCOUNTS)
+from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_TTL_SECONDS,
+                      PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT)
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca import outbox
 from fake_ca.status import group_backoff
 from scenarios.kit.harness import NS
+from scenarios.walkthrough.half_gang import other_pod
 from tests.cluster.conftest import HOOK_DIR, wait_for
 
 BEA = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
@@ -307,6 +308,33 @@ def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_
     wait_for(lambda: refused in fake_ca.log_text(), 30, what=f"the fake to say: {refused}...")
     assert f"{refused}409 Conflict" in fake_ca.log_text(), [ln for ln in fake_ca.log_text().splitlines() if refused in ln]
     wait_for(lambda: not nodes_of(k, uid), 60, what="a later loop to taint the node again and delete it")
+
+
+def test_a_tainted_node_needed_again_is_untainted_and_says_so(clean, by_hand, k, own_fake_ca):
+    """The scale-down tainted an unneeded node ToBeDeletedByClusterAutoscaler and waits --node-delete-delay-after-taint
+    before it deletes it; a pod bound to the node meanwhile makes it needed again: the taint goes, and the fake says
+    so in its own words (the sample at 3800efa lost that line, unseen: no test made a tainted node needed again).
+    Once the pod is gone, the node goes."""
+    c = own_fake_ca("--booking", "2s", "--scale-down-unneeded", "1s", "--node-delete-delay-after-taint", "20s")
+    pr = by_hand(1)
+    uid = pr["metadata"]["uid"]
+    wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")
+    [node] = [n["metadata"]["name"] for n in nodes_of(k, uid)]
+
+    def tainted() -> bool:
+        taints = (k.get(R.NODE, node).get("spec") or {}).get("taints") or []
+        return any(t.get("key") == TO_BE_DELETED_TAINT for t in taints)
+    wait_for(tainted, 60, what="the node, its booking over and unneeded, tainted for deletion")
+    pod = new_name(GANG_OTHER_PREFIX.rstrip("-"))
+    k.create(R.POD, other_pod(pod, NS, node), NS)
+    try:
+        wait_for(lambda: not tainted(), 15, what="the taint removed once a pod made the node needed again")
+        said = re.compile(rf"^\d\d:\d\d:\d\d {re.escape(outbox.untainting_line(node))}$", re.M)
+        wait_for(lambda: said.search(c.log_text()), 10, what=f"the fake to say: {outbox.untainting_line(node)}")
+        assert nodes_of(k, uid), "the node needed again was deleted"
+    finally:
+        k.delete(R.POD, pod, NS)
+    wait_for(lambda: not nodes_of(k, uid), 90, what="the node to go once the pod is gone")
 
 
 def test_controllers_run_with_least_privilege(k, ctx):
