@@ -137,14 +137,30 @@ def test_killed_while_making_a_profile_it_converges_from_the_cluster_and_preflig
              what="deleted clean")
 
 
+@contextlib.contextmanager
+def in_process(k, controller, name: str, made: list[dict] = ()):
+    """The cluster's TauCluster controller stopped while a test drives one in process; after, started again, it deletes
+    TauCluster `name` and what it `made` (an Adopt TauCluster left behind would refuse a later profile its shared
+    config)."""
+    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
+    try:
+        yield
+    finally:
+        setup.start_controller(controller)
+        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
+        k.delete(TAUCLUSTER, name)
+        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
+            k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
+                 what="deleted clean")
+
+
 def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller, unique):
     """In process, the cluster's controller stopped and the cache filled by hand (no watch runs here, so only the
     controller's own writes can change it): one reconcile of a new Adopt TauCluster adds the finalizer and writes the
     status, and its cache then holds that TauCluster exactly as the apiserver last returned it, and nothing else
     (the response of each write is kept: Store.put; the sampled run at 8ee113f kept None instead, unseen)."""
     name = f"tc-own{unique}"
-    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
-    try:
+    with in_process(k, controller, name):
         tc = k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_ADOPT,
                                                              "profiles": [profile_raw(f"own{unique}")]}))
         ctl = TauClusterController(k)
@@ -153,11 +169,6 @@ def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller
         live = k.get(TAUCLUSTER, name)
         assert TAUCLUSTER_FINALIZER in meta(live).get("finalizers", []) and live.get("status"), live
         assert ctl.tauclusters.items() == [live], [meta(c).get("resourceVersion") for c in ctl.tauclusters.items()]
-    finally:
-        setup.start_controller(controller)
-        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
-        k.delete(TAUCLUSTER, name)          # its claims (Adopt) would refuse a later test's profile the shared config
-        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None, 60, what="deleted clean")
 
 
 def with_gpu_quota(cq: dict, quota: str) -> dict:
@@ -174,8 +185,7 @@ def test_its_finalizer_written_on_a_stale_read_is_refused_and_looked_at_again_at
     changes nothing; the controller asks to look again at once (within half a second: the sampled run at 3800efa
     looked again after 1.2 s, unseen); from the fresh read the finalizer goes on."""
     name = f"tc-fin{unique}"
-    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
-    try:
+    with in_process(k, controller, name):
         ctl = TauClusterController(k)
         ctl.tauclusters.put(k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={
             "mode": MODE_ADOPT, "profiles": [profile_raw(f"fin{unique}")]})))
@@ -187,20 +197,14 @@ def test_its_finalizer_written_on_a_stale_read_is_refused_and_looked_at_again_at
         ctl.tauclusters.put(live)
         ctl.reconcile(name)
         assert TAUCLUSTER_FINALIZER in meta(k.get(TAUCLUSTER, name)).get("finalizers", [])
-    finally:
-        setup.start_controller(controller)
-        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
-        k.delete(TAUCLUSTER, name)
-        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None, 60, what="deleted clean")
 
 
 @contextlib.contextmanager
 def manage_in_process(k, controller, name: str, raw: dict, ctl: TauClusterController):
-    """The cluster's controller stopped; a new Manage TauCluster of `raw` made by `ctl`, in process, its caches filled
-    by hand (reconciled, then given what the apiserver lists, until the ClusterQueue is made): yields the ClusterQueue.
-    After: the cluster's controller, started again, deletes the TauCluster and all it made."""
-    assert setup.stop_controller(controller), "the cluster's TauCluster controller was not running"
-    try:
+    """The cluster's controller stopped (`in_process`); a new Manage TauCluster of `raw` made by `ctl`, its caches
+    filled by hand (reconciled, then given what the apiserver lists, until the ClusterQueue is made): yields the
+    ClusterQueue."""
+    with in_process(k, controller, name, objects(parse_profile(raw), name)):
         ctl.tauclusters.put(k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_MANAGE, "profiles": [raw]})))
 
         def queue_made() -> dict | None:
@@ -210,14 +214,6 @@ def manage_in_process(k, controller, name: str, raw: dict, ctl: TauClusterContro
                     ctl.kueue[kind].put(obj)
             return k.get_or_none(CLUSTER_QUEUE, raw["clusterQueue"])
         yield wait_for(queue_made, 30, what="the in-process controller to make the profile's ClusterQueue")
-    finally:
-        setup.start_controller(controller)
-        wait_for(lambda: heartbeat.alive(k, TAUCLUSTER_LEASE), 30, what="the TauCluster controller's heartbeat")
-        made = objects(parse_profile(raw), name)
-        k.delete(TAUCLUSTER, name)
-        wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
-            k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
-                 what="deleted clean")
 
 
 def test_a_write_on_a_stale_read_is_refused_said_and_made_again_from_a_fresh_read(k, controller, unique, caplog):
