@@ -335,4 +335,4 @@ class FakeCA:
             self.k.delete(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0])
         except (ApiError, Unreachable):
             pass
-        hb.join(5)
+        heartbeat.give_up(hb)

@@ -20,6 +20,8 @@ from .resources import LEASE
 
 log = logging.getLogger(__name__)
 
+JOIN_TIMEOUT = 5.0      # s a stopping controller waits for its heartbeat to give its Lease up (one delete)
+
 
 def beat(k: Kube, name: str, identity: str, interval: float) -> None:
     body = LEASE.new(name, NAMESPACE, spec={"holderIdentity": identity, "leaseDurationSeconds": max(int(interval * 3), 3),
@@ -44,6 +46,12 @@ def start(k: Kube, name: str, stop: threading.Event, interval: float = 2.0) -> t
     t = threading.Thread(target=loop, name=f"heartbeat-{name}", daemon=True)
     t.start()
     return t
+
+
+def give_up(t: threading.Thread) -> None:
+    """After `stop` is set: wait (bounded) for the heartbeat thread to delete its Lease, so that a controller that
+    stops cleanly is seen as gone at once rather than when its Lease expires."""
+    t.join(JOIN_TIMEOUT)
 
 
 def alive(k: Kube, name: str) -> bool:

@@ -327,5 +327,5 @@ class DeadlineController:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys, workers=self.workers,
                  min_requeue=MIN_REQUEUE)
-        hb.join(5)
+        heartbeat.give_up(hb)
 

@@ -261,7 +261,7 @@ class RealCA:
         finally:
             hb_stop.set()
             if hb is not None:
-                hb.join(5)
+                heartbeat.give_up(hb)
             code = self.stop_child()
             log.info("real-ca: cluster-autoscaler exited (%s)", code)
             self.remove_leftover_nodes()

@@ -158,4 +158,4 @@ class TauClusterController:
         if ready:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys, workers=self.workers)
-        hb.join(5)
+        heartbeat.give_up(hb)
