@@ -4,6 +4,7 @@ start one in the background as a host process (`python -m demo ...`) and stop on
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -19,6 +20,7 @@ from k8s.paths import REPO, shown, state_root
 from .harness import Context, ScenarioFailed
 
 READY_LINE = "caches synced; ready"
+LOG_MESSAGE = re.compile(r"^\d\d:\d\d:\d\d (.*)$", re.M)      # a line of cli's log format: HH:MM:SS, the message
 # The scenarios and the conformance probes tell one request at a time at the demo's timescale (the fake's 1 s scan
 # interval, its 60 s bookings) and bound their waits by it: their fake autoscaler runs unpaced, as fast as its own
 # work.  The pacing model (--pace, the fake's default; docs/autoscaler.md D19) is a fleet-scale one: at one request at
@@ -70,6 +72,11 @@ class Controller:
             return self.logfile.read_text(errors="replace")
         except OSError:
             return ""
+
+    def messages(self) -> list[str]:
+        """Its log's messages in order, each whole and without its time: a check that reads a line here sees it as
+        it was written, not found inside a longer one.  A traceback's lines are left out."""
+        return LOG_MESSAGE.findall(self.log_text())
 
 
 def controllers_dir() -> Path:

@@ -218,7 +218,8 @@ def test_a_controller_killed_after_the_take_up_keeps_its_deadline_across_the_ret
             wait_for(rewritten, 30, what="the autoscaler's retry to rewrite the take-up's time")
             restarted_at = time.time()
             ctl.start(clean.kubeconfig)         # its memory is gone; the requests show only the rewrite now
-            wait_for(lambda: ctl.log_text().count(READY_LINE) == 2, 30, what="the restarted controller's caches")
+            wait_for(lambda: ctl.messages().count(f"deadline: {READY_LINE}") == 2, 30,
+                     what="the restarted controller's caches")
             ready_at = time.time()
             wait_for(lambda: first_commit(tape, uid), 60, what="the restarted controller's commit")
             wait_for(lambda: not k.get_or_none(JOB, name, NS), 60, what="the restarted controller's cleanup")

@@ -148,16 +148,35 @@ def gang_waits_for_its_nodes(clean) -> None:
 
 
 def said_what_it_did(clean, key: str, names: list[str], boots_at: str) -> None:
-    """The fake's log says the scale-up and the scale-down it made, in outbox's words: the creates, the nodes
-    requested and until when they boot, and each node deleted (what a user reads to learn why a node came and went)."""
+    """The fake's log tells the request's story in outbox's and lifecycle's words, each line whole and in the order it
+    happened: accepted, the gang's decision, the creates, Provisioned=True written, the nodes requested and until when
+    they boot, then each node tainted and deleted (what a user reads to learn why a node came and went)."""
     fake = next(c for c in clean.started if c.lease == "fake-ca")
-    wait_for(lambda: all(f"scale-down: deleting {n}: unneeded for " in fake.log_text() for n in names), 30,
-             what="the fake's log to say each node's deletion")
-    lines = fake.log_text().splitlines()
-    creating = [line for line in lines if f"provreq {key}: creating " in line]
+    wait_for(lambda: all(any(m.startswith(f"scale-down: deleting {n}: unneeded for ") for m in fake.messages())
+                         for n in names), 30, what="the fake's log to say each node's deletion")
+    said = fake.messages()
+    creating = [m for m in said if m.startswith(f"provreq {key}: creating ")]
     assert len(creating) == 1 and sorted(creating[0].split(": creating ", 1)[1].split(", ")) == names, creating
     requested = outbox.nodes_requested_line(key, names, boots_at)
-    assert any(line.endswith(requested) for line in lines), f"no line {requested!r} in the fake's log"
+    assert requested in said, f"no line {requested!r} in the fake's log"
+    k = re.escape(f"provreq {key}: ")
+    story = [rf"{k}accepted \[Accepted=True/Accepted, rv \d+\]",
+             rf"{k}gang needs {len(names)} node\(s\) of [a-z0-9-]+ \(max \d+\): fits",
+             re.escape(creating[0]),
+             rf"{k}Provisioned=True \(CapacityIsProvisioned\) as soon as the nodes are requested \(booting \d+s\) "
+             rf"\[Provisioned=True/CapacityIsProvisioned, rv \d+\]",
+             re.escape(requested)]
+
+    def after(at: int, line: str) -> int:
+        later = [i for i, m in enumerate(said) if i > at and re.fullmatch(line, m)]
+        assert later, f"no line /{line}/ in the fake's log after its line {at}: {said[max(at, 0):][:30]}"
+        return later[0]
+    at = -1
+    for line in story:      # each after the one before it
+        at = after(at, line)
+    for n in names:         # then each node tainted, then deleted (the nodes' lines may interleave)
+        tainted = after(at, rf"scale-down: tainting {re.escape(n)} .+")
+        after(tainted, rf"scale-down: deleting {re.escape(n)}: unneeded for .+")
 
 
 def test_request_over_the_pools_max_creates_zero_nodes(node_changes, by_hand, k):
@@ -175,7 +194,7 @@ def test_booking_expires_then_the_node_goes(clean, by_hand, k):
     """The node goes once its booking expired; the fake then says each pool's nodes out of its maximum (the sampled
     run at 3800efa logged "%s" in their place, unseen)."""
     fake = next(c for c in clean.started if c.lease == "fake-ca")
-    since = len(fake.log_text())
+    since = len(fake.messages())
     pr = by_hand(1)
     name = pr["metadata"]["name"]
     wait_for(lambda: cond(k, name).get("Provisioned", ("",))[0] == "True", 30, what="Provisioned=True")
@@ -185,8 +204,8 @@ def test_booking_expires_then_the_node_goes(clean, by_hand, k):
     assert c["BookingExpired"] == ("True", "CapacityReservationTimeExpired", "Capacity reservation time is expired")
     assert c["Provisioned"][0] == "True"
     wait_for(lambda: not nodes_of(k, pr["metadata"]["uid"]), 40, what="the unneeded node to be deleted")
-    said = re.compile(r"^\d\d:\d\d:\d\d scale-down: node pool [a-z0-9-]+: \d+/\d+ nodes$", re.M)
-    wait_for(lambda: said.search(fake.log_text()[since:]), 10,
+    said = re.compile(r"scale-down: node pool [a-z0-9-]+: \d+/\d+ nodes")
+    wait_for(lambda: [m for m in fake.messages()[since:] if said.fullmatch(m)], 10,
              what="the fake to say its pools' nodes after the scale-down")
 
 
@@ -214,7 +233,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
             rv = k.get(R.PROVREQ, name, NS)["metadata"]["resourceVersion"]
             fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
             wait_for(lambda: f"provreq {NS}/{name}: class queued-provisioning.gke.io is not handled by this "
-                             f"autoscaler; left untouched (rv {rv})" in fake_ca.log_text(), 30,
+                             f"autoscaler; left untouched (rv {rv})" in fake_ca.messages(), 30,
                      what="the fake to look at the request")
             assert cond(k, name) == {}, "an unsupported class must be left untouched"
         else:
@@ -269,7 +288,8 @@ def test_an_old_request_is_deleted_but_not_one_made_again_under_its_name(clean, 
     old = by_hand(3, params=ttl)              # over the pool's max: Provisioned=False at once, no node
     wait_for(lambda: not k.get_or_none(R.PROVREQ, old["metadata"]["name"], NS), 60,
              what="the fake to delete the request 2 s after its Provisioned condition")
-    wait_for(lambda: f"provreq {NS}/{old['metadata']['name']}: Provisioned=False since " in fake_ca.log_text(), 10,
+    gone = f"provreq {NS}/{old['metadata']['name']}: Provisioned=False since "
+    wait_for(lambda: any(m.startswith(gone) for m in fake_ca.messages()), 10,
              what="the fake to say why it deleted the request")
     key = f"{NS}/hand-{unique}-1"
     hooks.arm(HOOK_DIR, "before-request-delete", key)
@@ -282,7 +302,7 @@ def test_an_old_request_is_deleted_but_not_one_made_again_under_its_name(clean, 
     again = k.create(R.PROVREQ, provreq(name, f"{name}-t", 3), NS)           # no TTL of its own: the fake's default
     with Tape(k, [R.PROVREQ], NS) as tape:
         hooks.release(HOOK_DIR, "before-request-delete", key)
-        wait_for(lambda: outbox.not_deleted_line(key, None) in fake_ca.log_text(), 30,
+        wait_for(lambda: outbox.not_deleted_line(key, None) in fake_ca.messages(), 30,
                  what="the fake to say its delete was refused: the request was made again")
         end = time.time() + NO_NODE_WINDOW   # the window after: the loops that follow leave it too
         wait_for(lambda: time.time() >= end, NO_NODE_WINDOW + 5, what=f"{NO_NODE_WINDOW:g}s more of watching it")
@@ -305,8 +325,10 @@ def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_
     k.patch(R.NODE, node, {"metadata": {"labels": {"tau-test/changed": "yes"}}})
     hooks.release(HOOK_DIR, "before-node-taint", node)
     refused = outbox.node_write_failed_line("tainting", node, Exception("\0")).split("\0")[0]
-    wait_for(lambda: refused in fake_ca.log_text(), 30, what=f"the fake to say: {refused}...")
-    assert f"{refused}409 Conflict" in fake_ca.log_text(), [ln for ln in fake_ca.log_text().splitlines() if refused in ln]
+    wait_for(lambda: [m for m in fake_ca.messages() if m.startswith(refused)], 30,
+             what=f"the fake to say: {refused}...")
+    assert [m for m in fake_ca.messages() if m.startswith(f"{refused}409 Conflict")], \
+        [m for m in fake_ca.messages() if refused in m]
     wait_for(lambda: not nodes_of(k, uid), 60, what="a later loop to taint the node again and delete it")
 
 
@@ -329,8 +351,8 @@ def test_a_tainted_node_needed_again_is_untainted_and_says_so(clean, by_hand, k,
     k.create(R.POD, other_pod(pod, NS, node), NS)
     try:
         wait_for(lambda: not tainted(), 15, what="the taint removed once a pod made the node needed again")
-        said = re.compile(rf"^\d\d:\d\d:\d\d {re.escape(outbox.untainting_line(node))}$", re.M)
-        wait_for(lambda: said.search(c.log_text()), 10, what=f"the fake to say: {outbox.untainting_line(node)}")
+        wait_for(lambda: outbox.untainting_line(node) in c.messages(), 10,
+                 what=f"the fake to say: {outbox.untainting_line(node)}")
         assert nodes_of(k, uid), "the node needed again was deleted"
     finally:
         k.delete(R.POD, pod, NS)
@@ -495,7 +517,8 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
         wait_for(lambda: cond(k, name).get("Provisioned"), 30, what="a decision")
         assert cond(k, name)["Provisioned"] == ("False", "CapacityIsNotFound",
                                                "Capacity is not found, CA will try to find it later.")
-        assert "1 of 2 node creates failed" in fake.log_text() and refused in fake.log_text()
+        failed = f"provreq {NS}/{name}: 1 of 2 node creates failed ("
+        assert [m for m in fake.messages() if m.startswith(failed) and refused in m], fake.messages()[-20:]
         wait_for(lambda: not [n for n in nodes_of(k, pr["metadata"]["uid"])
                               if not n["metadata"].get("deletionTimestamp")], 10, what="the rollback")
         # the status ConfigMap is written at the end of the loop that rolled back (after its scale-down pass), so

@@ -159,3 +159,17 @@ def test_the_logs_are_read_from_where_they_were_last_read_and_a_file_made_again_
     assert reader.lost() == []
     old.write_text("a" * 256 + LOST)                                      # the same first bytes, but shorter
     assert reader.lost() == ["deadline-race-legacy.log: Message: None Arguments: ('deadline: watching',)"]
+
+
+def test_a_controllers_messages_are_read_whole_so_a_line_inside_a_longer_one_is_not_it(tmp_path):
+    """Controller.messages: each log line's message without its HH:MM:SS, whole, a traceback's lines left out; so a
+    check `line in c.messages()` fails on `XXlineXX` (what `log.info("XX%sXX", line)` writes), where `line in
+    c.log_text()` passed."""
+    from scenarios.kit.controllers import Controller
+    c = Controller("fake-ca", ["fake-ca"], tmp_path / "pid", tmp_path / "log")
+    assert c.messages() == [], "no log file yet: no message"
+    c.logfile.write_text("05:20:01 fake-ca: caches synced; ready\nTraceback (most recent call last):\n"
+                         "  File \"x.py\", line 1\n05:20:02 XXscale-down: deleting n-1: unneededXX\n")
+    assert c.messages() == ["fake-ca: caches synced; ready", "XXscale-down: deleting n-1: unneededXX"]
+    assert "scale-down: deleting n-1: unneeded" in c.log_text()
+    assert "scale-down: deleting n-1: unneeded" not in c.messages()
