@@ -238,10 +238,16 @@ class Context:
                 (WORKLOAD, w) for w in self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid)))] if o]
         try:
             self.wait(lambda: not left(), 60, f"job {name} and its Workload to go")
-        except ScenarioFailed as e:      # what holds them: a finalizer no controller removed
+        except ScenarioFailed as e:      # what holds them: a finalizer no controller removed, a dependent not gone
+            def pod_kind(p: dict) -> str:
+                node = p["spec"].get("nodeName")
+                gone = " (gone)" if node and self.live.get(NODE, node) is None else ""
+                return f"Pod ({(p.get('status') or {}).get('phase')}, on node {node or 'none'}{gone})"
+            pods = self.k.list(POD, namespace, label_selector=f"batch.kubernetes.io/controller-uid={uid}")[0]
             raise ScenarioFailed(f"{e}; left: " + "; ".join(
                 f"{kind} {meta(o)['name']} (deleting: {'yes' if deleting(o) else 'no'}, finalizers: "
-                f"{', '.join(meta(o).get('finalizers') or []) or 'none'})" for kind, o in left())) from None
+                f"{', '.join(meta(o).get('finalizers') or []) or 'none'})"
+                for kind, o in [*left(), *((pod_kind(p), p) for p in pods)])) from None
 
     def left_objects(self) -> list[tuple]:
         """Everything a finished scenario must not leave behind, as (resource, name, namespace or None), read now:
