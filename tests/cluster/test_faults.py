@@ -112,14 +112,20 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
             hooks.release(HOOK_DIR, "node-created", key)
             wait_for(lambda: is_true(k.get_or_none(R.PROVREQ, pr["metadata"]["name"], NS), "Provisioned"), 60,
                      what="Provisioned=True once the apiserver is back")
+            # read as the scale-up ends: once the 3 s Job is done its nodes go (10 s unneeded), which a loaded
+            # machine reached before a later read (a run 37 s after the creates found none)
+            pool = pool_nodes(k)
+            mine = [n for n in pool
+                    if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
+            assert len(mine) == 2 and len(pool) == 2, \
+                f"exactly the gang's two nodes once Provisioned, none duplicated: {[meta(n)['name'] for n in pool]}"
             wait_for(lambda: rec.tape.synced() and not rec.tape.errors()
                      and rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted")), 60,
                      what="the recorder, listing again after the restart, to see the Workload admitted")
         assert_invariants(rec, name)
-        mine = [n for n in pool_nodes(k)
-                if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == pr["metadata"]["uid"]]
-        assert len(mine) == 2 and len(pool_nodes(k)) == 2, "exactly the gang's two nodes: none duplicated"
         assert "list/watch" in fake_ca_log(clean), "the fake's informers saw the apiserver go and relisted"
+        # the Job runs to its end on the gang's nodes: deleted only then, as a user's finished Job is
+        wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 120, what="the Job to complete")
     finally:
         clean.delete_job(name)
     wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
