@@ -223,8 +223,15 @@ def test_kueue_killed_while_a_request_is_pending(clean, k):
     name = clean.new_name("job-fault")
     with Recorder(clean, name, None, interval=0.2) as rec:
         clean.submit(name, "1x8", duration="3s", provreq={"fakeCAStockout": "12", "fakeCABootSeconds": "0"})
-        wait_for(lambda: any((p.get("status") or {}).get("conditions") for _, s in rec.samples for p in s.provreqs),
-                 60, what="the request to be pending (CapacityIsNotFound)")
+        try:
+            wait_for(lambda: any((p.get("status") or {}).get("conditions") for _, s in rec.samples for p in s.provreqs),
+                     60, what="the request to be pending (CapacityIsNotFound)")
+        except Exception as e:          # a loaded run saw none in 60 s: say what was there (the request, the fake)
+            wl = [(meta(w)["name"], [c["type"] for c in (w.get("status") or {}).get("conditions") or []
+                                     if c.get("status") == "True"]) for w in k.list(R.WORKLOAD, NS)[0]]
+            prs = [(meta(p)["name"], (p.get("status") or {}).get("conditions")) for p in k.list(R.PROVREQ, NS)[0]]
+            raise AssertionError(f"{e}; Workloads (their true conditions): {wl}; requests: {prs}; the fake's "
+                                 f"heartbeat fresh: {heartbeat.alive(k, FAKE_CA_LEASE)}") from None
         restart("kueue")
         wait_for(lambda: is_true(k.get(R.JOB, name, NS), "Complete"), 120,
                  what="the Job to be admitted once capacity is back, and to complete")
