@@ -243,7 +243,7 @@ class Context:
                 node = p["spec"].get("nodeName")
                 gone = " (gone)" if node and self.live.get(NODE, node) is None else ""
                 return f"Pod ({(p.get('status') or {}).get('phase')}, on node {node or 'none'}{gone})"
-            pods = self.k.list(POD, namespace, label_selector=f"batch.kubernetes.io/controller-uid={uid}")[0]
+            pods = self.live.list(POD, namespace, selector=f"batch.kubernetes.io/controller-uid={uid}")
             raise ScenarioFailed(f"{e}; left: " + "; ".join(
                 f"{kind} {meta(o)['name']} (deleting: {'yes' if deleting(o) else 'no'}, finalizers: "
                 f"{', '.join(meta(o).get('finalizers') or []) or 'none'})"
