@@ -13,7 +13,7 @@ import threading
 from datetime import datetime, timezone
 
 from .client import Kube
-from .errors import ApiError, Unreachable
+from .errors import ApiError, NotFound, Unreachable
 from .keys import SYSTEM_NAMESPACE as NAMESPACE
 from .objects import format_time, parse_time
 from .resources import LEASE
@@ -23,8 +23,13 @@ log = logging.getLogger(__name__)
 JOIN_TIMEOUT = 5.0      # s a stopping controller waits for its heartbeat to give its Lease up (one delete)
 
 
+def lease_seconds(interval: float) -> int:
+    """How long a Lease renewed every `interval` seconds looks alive after its last renewal."""
+    return max(int(interval * 3), 3)
+
+
 def beat(k: Kube, name: str, identity: str, interval: float) -> None:
-    body = LEASE.new(name, NAMESPACE, spec={"holderIdentity": identity, "leaseDurationSeconds": max(int(interval * 3), 3),
+    body = LEASE.new(name, NAMESPACE, spec={"holderIdentity": identity, "leaseDurationSeconds": lease_seconds(interval),
                                             "renewTime": format_time(datetime.now(timezone.utc), micro=True)})
     k.apply(LEASE, body, field_manager=name)
 
@@ -41,8 +46,11 @@ def start(k: Kube, name: str, stop: threading.Event, interval: float = 2.0) -> t
             stop.wait(interval)
         try:   # a clean stop gives the Lease up at once
             k.delete(LEASE, name, NAMESPACE)
-        except (ApiError, Unreachable):
+        except NotFound:
             pass
+        except (ApiError, Unreachable) as e:
+            log.warning("heartbeat %s: its Lease was not given up (%s); it looks alive up to %ds more", name, e,
+                        lease_seconds(interval))
     t = threading.Thread(target=loop, name=f"heartbeat-{name}", daemon=True)
     t.start()
     return t
