@@ -23,11 +23,11 @@ from demo.cluster.install import TAUCLUSTER_CRD
 from demo.cluster.state import ClusterError
 from k8s import heartbeat
 from k8s.client import Kube
-from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE
+from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, SYSTEM_NAMESPACE
 from k8s.manifests import load_manifest
 from k8s.objects import is_true, meta
 from k8s.paths import MANIFESTS
-from k8s.resources import CRD
+from k8s.resources import CRD, LEASE
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.kit.controllers import DEMO_FAKE_CA, ensure_controller, stop_started
@@ -265,6 +265,9 @@ def no_autoscaler(k):
     paused = [c for ctx_ in SESSION_CTX for c in ctx_.started if c.lease == FAKE_CA_LEASE]
     for c in paused:
         c.stop()
+        # stopped cleanly, it gave its Lease up before it ended (a Lease left looking alive up to 6 s made the next
+        # session take a stopped fake as running, and start none)
+        assert k.get_or_none(LEASE, FAKE_CA_LEASE, SYSTEM_NAMESPACE) is None, "the stopped fake left its Lease"
     wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="no fake-ca heartbeat")
     yield
     for c in paused:
