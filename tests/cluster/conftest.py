@@ -259,6 +259,11 @@ def ctx(k, kubeconfig):
 SESSION_CTX: list = []
 
 
+def session_fake(ctx):
+    """The fake autoscaler this session started (its Controller: its log, its pid)."""
+    return next(c for c in ctx.started if c.lease == FAKE_CA_LEASE)
+
+
 @pytest.fixture
 def no_autoscaler(k):
     """For tests that play the autoscaler by hand: the session's fake-ca is stopped meanwhile."""

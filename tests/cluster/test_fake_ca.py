@@ -21,7 +21,7 @@ from fake_ca import outbox
 from fake_ca.status import group_backoff
 from scenarios.kit.harness import NS
 from scenarios.walkthrough.half_gang import other_pod
-from tests.cluster.conftest import HOOK_DIR, wait_for
+from tests.cluster.conftest import HOOK_DIR, session_fake, wait_for
 
 BEA = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 
@@ -151,7 +151,7 @@ def said_what_it_did(clean, key: str, names: list[str], boots_at: str) -> None:
     """The fake's log tells the request's story in outbox's and lifecycle's words, each line whole and in the order it
     happened: accepted, the gang's decision, the creates, Provisioned=True written, the nodes requested and until when
     they boot, then each node tainted and deleted (what a user reads to learn why a node came and went)."""
-    fake = next(c for c in clean.started if c.lease == "fake-ca")
+    fake = session_fake(clean)
     wait_for(lambda: all(any(m.startswith(f"scale-down: deleting {n}: unneeded for ") for m in fake.messages())
                          for n in names), 30, what="the fake's log to say each node's deletion")
     said = fake.messages()
@@ -193,7 +193,7 @@ def test_request_over_the_pools_max_creates_zero_nodes(node_changes, by_hand, k)
 def test_booking_expires_then_the_node_goes(clean, by_hand, k):
     """The node goes once its booking expired; the fake then says each pool's nodes out of its maximum (the sampled
     run at 3800efa logged "%s" in their place, unseen)."""
-    fake = next(c for c in clean.started if c.lease == "fake-ca")
+    fake = session_fake(clean)
     since = len(fake.messages())
     pr = by_hand(1)
     name = pr["metadata"]["name"]
@@ -231,7 +231,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
     try:
         if case == "unknown-class":
             rv = k.get(R.PROVREQ, name, NS)["metadata"]["resourceVersion"]
-            fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+            fake_ca = session_fake(clean)
             wait_for(lambda: f"provreq {NS}/{name}: class queued-provisioning.gke.io is not handled by this "
                              f"autoscaler; left untouched (rv {rv})" in fake_ca.messages(), 30,
                      what="the fake to look at the request")
@@ -254,7 +254,7 @@ def test_malformed_requests_get_a_clear_condition_and_never_crash_the_controller
 def test_kill_9_between_the_node_creates_and_the_condition_write(clean, by_hand, k, unique):
     """Killed after both nodes exist but before Provisioned=True is written: after a restart the request
     is Provisioned on exactly those nodes, none duplicated, none leaked."""
-    fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+    fake_ca = session_fake(clean)
     key = f"{NS}/hand-{unique}-0"
     hooks.arm(HOOK_DIR, "nodes-created", key)        # armed before the request exists
     pr = by_hand(2)
@@ -283,7 +283,7 @@ def test_an_old_request_is_deleted_but_not_one_made_again_under_its_name(clean, 
     fake says why. One made again under that name between the fake's read and its delete (the fake held at its
     pause point meanwhile) is not: the delete names the uid it judged, the apiserver refuses it (409), the fake
     says so, and the new request is never deleted over the window after."""
-    fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+    fake_ca = session_fake(clean)
     ttl = {PARAM_TTL_SECONDS: "2"}
     old = by_hand(3, params=ttl)              # over the pool's max: Provisioned=False at once, no node
     wait_for(lambda: not k.get_or_none(R.PROVREQ, old["metadata"]["name"], NS), 60,
@@ -315,7 +315,7 @@ def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_
     """The scale-down taints a node with the resourceVersion it read, so a node changed meanwhile is not overwritten:
     held at its pause point while the node changes, its taint is refused (409), it says so in its own words, and a
     later loop taints the node again and deletes it."""
-    fake_ca = next(c for c in clean.started if c.lease == "fake-ca")
+    fake_ca = session_fake(clean)
     pr = by_hand(1)
     uid = pr["metadata"]["uid"]
     wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")

@@ -25,7 +25,7 @@ from k8s.objects import is_true, meta, revision
 from scenarios.walkthrough import race
 from scenarios.kit.controllers import READY_LINE, Controller, race_controller
 from scenarios.kit.recorder import Recorder
-from tests.cluster.conftest import BACKEND, HOOK_DIR, NAME, wait_for
+from tests.cluster.conftest import BACKEND, HOOK_DIR, NAME, session_fake, wait_for
 
 NS = "demo"
 
@@ -49,7 +49,7 @@ def while_down_then(component: str, action) -> None:
 
 
 def fake_ca_log(ctx) -> str:
-    return next(c for c in ctx.started if c.lease == "fake-ca").log_text()
+    return session_fake(ctx).log_text()
 
 
 def history(rec: Recorder, name: str, deleted_by_controller: bool = False) -> History:
