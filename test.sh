@@ -12,7 +12,8 @@
 # the Go module proxy refuses the CA module itself; without it `toolchain ensure --with-real-ca` clones the tag).
 #   ./test.sh                 everything, as above (CI)
 #   ./test.sh --unit          unit tests only
-#   ./test.sh --mutation      mutation testing of the pure modules (tests/mutation/report.py; docs/testing.md)
+#   ./test.sh --mutation      mutation testing of the pure modules (tests/mutation/report.py; docs/testing.md); a whole
+#                             run of source whose passing verdicts are cached reads them (--fresh runs mutmut anyway)
 #   ./test.sh --cluster [pytest args]
 #                             the toolchain, then the cluster tests as one session (e.g. --cluster -k race)
 #   ./test.sh --cluster --shards 3 [pytest args]

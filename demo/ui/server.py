@@ -50,6 +50,8 @@ class BadRun(ValueError):
 
 
 Between = Callable[[asyncio.Event], Awaitable[None]]     # the wait between two polls (a test steps it: every_poll)
+SHUTDOWN_TIMEOUT = 1.0         # seconds aiohttp waits for open requests as the server stops, then cancels them
+CLOSED = "\0closed"            # pushed to every stream as the server stops (Live.close): the stream ends
 
 
 # ---------------------------------------------------------------------------- the logs on disk
@@ -158,11 +160,16 @@ class Live:
         self.subscribers.add(q)
         return q
 
-    def publish(self) -> None:
+    def publish(self, text: str | None = None) -> None:
+        """Push the view to every browser (`None`: the server is stopping, so each stream ends now)."""
         for q in self.subscribers:
             if q.full():               # a slow browser gets the newest view, not a backlog
                 q.get_nowait()
-            q.put_nowait(self.text)
+            q.put_nowait(self.text if text is None else text)
+
+    def close(self) -> None:
+        """End every stream at once, so that stopping the server does not wait out its shutdown timeout."""
+        self.publish(CLOSED)
 
     async def follow(self, stop: asyncio.Event, between: Between | None = None) -> None:
         """Poll, push a changed view, then `between(stop)` (default: POLL seconds, or until stop), until stop."""
@@ -207,6 +214,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
                     text = await asyncio.wait_for(q.get(), 5)
                 except asyncio.TimeoutError:       # nothing new: look whether the browser is still there
                     continue
+                if text is CLOSED:                 # the server is stopping
+                    break
                 await resp.send(text, event="view")
     finally:
         live.subscribers.discard(q)
@@ -317,7 +326,7 @@ class Server:
         """Serve until stop() (or the task is cancelled)."""
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         app = make_app(self.runs_dir)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         await web.SockSite(runner, self.sock).start()
         follower = asyncio.create_task(app[LIVE].follow(self._stop, self.between_polls))
@@ -327,6 +336,7 @@ class Server:
         finally:
             self._stop.set()
             await follower
+            app[LIVE].close()
             await runner.cleanup()
 
     def start(self) -> str:

@@ -3,6 +3,13 @@
     ./test.sh --mutation                                  # the same: every module, from scratch
     ./test.sh --mutation --module fake_ca/lifecycle.py    # while writing tests: retest one module's mutants
     ./test.sh --mutation --no-run                         # judge the results already in mutants/
+    ./test.sh --mutation --fresh                          # every module, mutmut run even where the cache holds a pass
+
+A whole run whose verdict passed is cached outside the repository, in $TAU_DEMO_CACHE/mutation/<key>
+(~/.cache/tau-demo by default), keyed by the content of every file mutmut copies or runs (the code, the
+tests, docs, manifests, pyproject.toml, the lock) and by mutmut's and Python's versions: a later whole
+run of the very same source reads those verdicts instead of running mutmut again, and says so.  Any
+change to any of those files is another key, so mutmut runs; a failing verdict is never cached.
 
 The modules are mutmut's `only_mutate` list and the floor, the equivalents file and the modules
 not yet gated are in [tool.tau-demo.mutation], all in pyproject.toml.  For every module the
@@ -20,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
+import platform
 import os
 import shutil
 import subprocess
@@ -34,6 +43,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = REPO / "mutants"
 LOG = MUTANTS / "mutmut-run.log"
+# what the mutants' verdicts depend on besides [tool.mutmut]'s source_paths and also_copy: the tests, this gate,
+# the settings, the locked packages
+KEYED_ALSO = ("tests", "pyproject.toml", "requirements.lock")
+CACHED_RUN = "run.json"                 # in a cached verdict's directory: where and when mutmut ran
+CACHE_KEEP = 4                          # cached verdicts kept: those of the newest sources
 
 # mutmut 3.8.1's exit codes (mutmut/stats.py status_by_exit_code), folded into our columns
 _STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no-test", 33: "no-test",
@@ -228,6 +242,70 @@ def table(rows: list[Row], s: Settings) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- the cache of passing verdicts
+
+def verdicts_key(files: list[tuple[str, bytes]], versions: str) -> str:
+    """The key of a whole run's verdicts: every file they depend on (path and content, in any order) and the
+    versions of the tools that judged them."""
+    h = hashlib.sha256(versions.encode() + b"\0")
+    for path, content in sorted(files):
+        h.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
+    return h.hexdigest()[:24]
+
+
+def keyed_files(repo: Path = REPO) -> list[tuple[str, bytes]] | None:
+    """Every file the verdicts depend on, as git lists them (tracked, or new and not ignored), with its content
+    in the working tree; None where git cannot answer (then nothing is cached)."""
+    data = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["mutmut"]
+    roots = [*data["source_paths"], *data.get("also_copy", []), *KEYED_ALSO]
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *roots],
+                             cwd=repo, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    paths = sorted({p for p in out.decode().split("\0") if p})
+    return [(p, (repo / p).read_bytes()) for p in paths if (repo / p).is_file()]
+
+
+def tool_versions() -> str:
+    from importlib.metadata import version
+    return f"mutmut {version('mutmut')}, Python {platform.python_version()}"
+
+
+def cache_dir(key: str) -> Path:
+    if str(REPO) not in sys.path:                            # run as a script: the repository's packages too
+        sys.path.insert(0, str(REPO))
+    from k8s.paths import cache_root                         # the project's cache root (TAU_DEMO_CACHE)
+    return cache_root() / "mutation" / key
+
+
+def save_verdicts(where: Path, mutants: Path, run: dict) -> None:
+    """Keep the verdicts of a whole passing run: each module's .meta file, and where and when mutmut ran."""
+    tmp = where.with_name(where.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for meta in mutants.rglob("*.py.meta"):
+        dest = tmp / meta.relative_to(mutants)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(meta, dest)
+    (tmp / CACHED_RUN).write_text(json.dumps(run, indent=1))
+    shutil.rmtree(where, ignore_errors=True)
+    tmp.rename(where)
+    kept = sorted((d for d in where.parent.iterdir() if (d / CACHED_RUN).is_file()),
+                  key=lambda d: (d / CACHED_RUN).stat().st_mtime, reverse=True)
+    for old in kept[CACHE_KEEP:]:                            # the newest few sources' verdicts, not every one
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def load_verdicts(where: Path, mutants: Path) -> dict | None:
+    """Put cached verdicts in mutants/ (emptied first), for tally(); where and when mutmut ran, or None."""
+    run = where / CACHED_RUN
+    if not run.is_file():
+        return None
+    shutil.rmtree(mutants, ignore_errors=True)
+    shutil.copytree(where, mutants, ignore=shutil.ignore_patterns(CACHED_RUN))
+    return json.loads(run.read_text())
+
+
 def run_mutmut(max_children: int, modules: list[str]) -> float:
     """Run mutmut: from scratch, or (with `modules`) again for those modules' mutants only, keeping the
     rest of mutants/.  The stats file goes either way, so tests added or changed since the last run
@@ -262,12 +340,20 @@ def changed_lines(name: str, path: str) -> list[str]:
     return [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
+def _commit() -> str:
+    """The commit, "-dirty" when the working tree has changes the commit does not hold."""
+    out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True)
+    return out.stdout.strip() or "(no commit)"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2, help="parallel mutant runs (default: cores)")
     ap.add_argument("--module", action="append", default=[], metavar="PATH",
                     help="retest only this module's mutants (repeatable), keep the others' results, judge only it")
     ap.add_argument("--no-run", action="store_true", help="only judge the results already in mutants/")
+    ap.add_argument("--fresh", action="store_true",
+                    help="run mutmut even when the cache holds a passing verdict of this very source")
     ap.add_argument("--show", type=int, default=10, help="survivors to show per failing module, with their change")
     args = ap.parse_args(argv)
     os.chdir(REPO)
@@ -277,10 +363,18 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"[mutation] not in [tool.mutmut] only_mutate: {', '.join(unknown)}")
     equivalents = read_equivalents(s.equivalents_file)
-    took = None if args.no_run else run_mutmut(args.max_children, args.module)
+    whole = not args.module and not args.no_run
+    files = keyed_files() if whole else None
+    where = cache_dir(verdicts_key(files, tool_versions())) if files is not None else None
+    cached = None if where is None or args.fresh else load_verdicts(where, MUTANTS)
+    if cached is not None:
+        print(f"[mutation] verdicts from the cache: a whole run of this very source (the same {len(files)} files "
+              f"and {tool_versions()}), passed at commit {cached['commit']} on {cached['date']}, where mutmut "
+              f"took {cached['took']:.0f}s; mutmut not run again ({where}; --fresh runs it)", flush=True)
+    took = None if args.no_run or cached is not None else run_mutmut(args.max_children, args.module)
     if args.module:
         s.modules = args.module
-    rows, problems = tally(s, equivalents)
+    rows, problems = tally(s, equivalents, MUTANTS)
     if args.module:
         judged = tuple(module_of(m) + "." for m in args.module)
         problems = [p for p in problems if p.startswith(judged)]
@@ -310,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     for m in missing:
         print(f"[mutation] {m} does no I/O (by its imports) but is not in [tool.mutmut] only_mutate: add it")
     failed |= bool(missing)
+    if where is not None and cached is None and not failed:
+        save_verdicts(where, MUTANTS, {"commit": _commit(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                       "took": took, "max_children": args.max_children})
+        print(f"[mutation] these passing verdicts are kept in {where}, for a later whole run of the same source")
     print(f"[mutation] {'FAILED' if failed else 'passed'}: floor {s.floor:g}% killed per gated module, "
           f"no mutant without a test ({len(equivalents)} equivalent mutants listed in "
           f"{s.equivalents_file.relative_to(REPO)})")

@@ -119,3 +119,86 @@ def test_a_module_is_pure_when_neither_it_nor_what_it_imports_of_the_project_doe
         "scenarios/x.py": "from demo.pure import f\ndef g(): return f\n",
     })
     assert R.pure_modules(repo) == ["demo/leaf.py", "demo/pure.py", "scenarios/x.py"]
+
+
+# ---------------------------------------------------------------------------- the cache of passing verdicts
+
+def test_the_verdicts_key_is_every_files_path_and_content_and_the_tools_versions():
+    files = [("a.py", b"x = 1\n"), ("tests/test_a.py", b"def test(): pass\n")]
+    key = R.verdicts_key(files, "mutmut 3.8.1, Python 3.11.7")
+    assert R.verdicts_key(list(reversed(files)), "mutmut 3.8.1, Python 3.11.7") == key      # order is no content
+    assert R.verdicts_key([files[0], ("tests/test_a.py", b"def test(): assert 0\n")], "mutmut 3.8.1, Python 3.11.7") != key
+    assert R.verdicts_key([("b.py", b"x = 1\n"), files[1]], "mutmut 3.8.1, Python 3.11.7") != key
+    assert R.verdicts_key(files[:1], "mutmut 3.8.1, Python 3.11.7") != key                    # a file gone
+    assert R.verdicts_key(files, "mutmut 3.8.2, Python 3.11.7") != key
+
+
+def test_the_keyed_files_are_what_git_lists_under_the_copied_paths_the_tests_and_the_settings(tmp_path):
+    import subprocess
+    repo = tmp_path / "repo"
+    for path, text in {"pyproject.toml": '[tool.mutmut]\nsource_paths = ["pkg"]\nalso_copy = ["docs"]\n',
+                       ".gitignore": "pkg/ignored.py\n", "pkg/mod.py": "x = 1\n", "pkg/ignored.py": "",
+                       "docs/a.md": "a\n", "tests/test_mod.py": "", "other/elsewhere.py": ""}.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "pyproject.toml", "pkg/mod.py", "docs"], cwd=repo, check=True)
+    (repo / "pkg/new.py").write_text("y = 2\n")                      # new, not yet added: still a file of the source
+    (repo / "pkg/mod.py").write_text("x = 3\n")                      # changed, not committed: its content now
+    files = dict(R.keyed_files(repo))
+    assert sorted(files) == ["docs/a.md", "pkg/mod.py", "pkg/new.py", "pyproject.toml", "tests/test_mod.py"]
+    assert files["pkg/mod.py"] == b"x = 3\n"
+
+
+def test_passing_verdicts_are_kept_and_read_back_and_only_the_newest_sources_are_kept(tmp_path):
+    mutants = results(tmp_path, **codes(killed=3))
+    cache = tmp_path / "cache" / "mutation"
+    for n in range(R.CACHE_KEEP + 2):
+        R.save_verdicts(cache / f"key{n}", mutants, {"commit": f"c{n}", "date": "d", "took": 1.0})
+    assert sorted(d.name for d in cache.iterdir()) == [f"key{n}" for n in range(2, R.CACHE_KEEP + 2)]
+    again = tmp_path / "again"
+    assert R.load_verdicts(cache / "key0", again) is None                # pruned: mutmut runs again
+    assert R.load_verdicts(cache / f"key{R.CACHE_KEEP + 1}", again)["commit"] == f"c{R.CACHE_KEEP + 1}"
+    [row], _ = R.tally(settings(tmp_path), {}, again)
+    assert row.counts["killed"] == 3 and not (again / R.CACHED_RUN).exists()
+
+
+@pytest.fixture
+def gate(tmp_path, monkeypatch):
+    """main() over one module, its mutmut run faked (it writes the codes in `gate.codes`), its cache in tmp_path."""
+    class Gate:
+        codes = codes(killed=10)
+        files = [("pkg/mod.py", b"x = 1\n")]
+        runs = 0
+    g = Gate()
+    mutants = tmp_path / "mutants"
+    monkeypatch.setenv("TAU_DEMO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(R, "MUTANTS", mutants)
+    monkeypatch.setattr(R, "settings", lambda: R.Settings(["pkg/mod.py"], 90.0, R.REPO / "no-equivalents.txt", set()))
+    monkeypatch.setattr(R, "pure_modules", lambda: ["pkg/mod.py"])
+    monkeypatch.setattr(R, "keyed_files", lambda: g.files)
+
+    def run_mutmut(max_children, modules):
+        g.runs += 1
+        results(tmp_path, **g.codes)
+        return 12.0
+    monkeypatch.setattr(R, "run_mutmut", run_mutmut)
+    return g
+
+
+def test_a_whole_run_of_the_same_source_reads_the_passing_verdicts_and_says_so(gate, capsys):
+    assert R.main([]) == 0 and gate.runs == 1
+    assert "kept in" in capsys.readouterr().out
+    assert R.main([]) == 0 and gate.runs == 1                           # the same source: mutmut not run again
+    out = capsys.readouterr().out
+    assert "verdicts from the cache" in out and "mutmut took 12s" in out and "100.0%" in out
+    assert R.main(["--fresh"]) == 0 and gate.runs == 2                  # unless asked
+    gate.files = [("pkg/mod.py", b"x = 2\n")]                           # another source: run again
+    assert R.main([]) == 0 and gate.runs == 3
+
+
+def test_a_failing_verdict_is_never_cached(gate, capsys):
+    gate.codes = codes(killed=5, survived=5)
+    assert R.main(["--show", "0"]) == 1 and gate.runs == 1
+    assert R.main(["--show", "0"]) == 1 and gate.runs == 2              # judged again, by mutmut
+    assert "verdicts from the cache" not in capsys.readouterr().out

@@ -156,6 +156,24 @@ def test_the_live_view_is_pushed_by_the_first_poll_after_an_event(runs):
         page.stop()
 
 
+def test_a_browser_still_connected_is_sent_the_end_of_its_stream_as_the_server_stops(runs):
+    # Without the end pushed to it, the stream's handler waits for its next view and the server's stop waits
+    # SHUTDOWN_TIMEOUT for it before cancelling it (a second per stop, for every browser still there).
+    page = ui.Server(runs, 0)
+    page.start()
+    s = Stream(page)
+    try:
+        s.next_view()
+        t0 = time.monotonic()
+        page.stop()
+        took = time.monotonic() - t0
+        rest = s.resp.fp.read()                              # raw, to the end of the connection
+        assert b"data:" not in rest and rest.endswith(b"0\r\n\r\n"), rest      # chunked: its last chunk
+        assert took < ui.SHUTDOWN_TIMEOUT / 2, f"stopping took {took:.2f}s: the stream was cancelled, not ended"
+    finally:
+        s.close()
+
+
 def test_every_browser_and_a_reload_get_the_same_view(runs, page):
     log = new_log(runs, "20260101-120000")
     log.record("Job", "suspended")
