@@ -149,14 +149,15 @@ class Kube:
 
     # -- patching
     def patch(self, res: Resource, name: str, patch: Obj, namespace: str | None = None,
-              resource_version: str | None = None, subresource: str | None = None) -> Obj:
+              resource_version: str | None = None, subresource: str | None = None, dry_run: bool = False) -> Obj:
         """JSON merge patch.  With resource_version, the apiserver refuses (409 Conflict)
-        unless the object is still at exactly that version: an optimistic lock."""
+        unless the object is still at exactly that version: an optimistic lock.  dry_run: admitted and
+        validated (admission policies and webhooks included), never stored."""
         body = json.loads(json.dumps(patch))
         if resource_version:
             body.setdefault("metadata", {})["resourceVersion"] = resource_version
-        return self._call("PATCH", res.path(namespace, name, subresource), body=body,
-                          content_type="application/merge-patch+json")
+        return self._call("PATCH", res.path(namespace, name, subresource), {"dryRun": "All" if dry_run else None},
+                          body=body, content_type="application/merge-patch+json")
 
     def patch_status(self, res: Resource, name: str, patch: Obj, namespace: str | None = None,
                      resource_version: str | None = None) -> Obj:

@@ -30,6 +30,7 @@ from k8s.paths import MANIFESTS
 from k8s.resources import CRD, LEASE
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
+from fake_ca.outbox import LOOP_FAILED
 from scenarios.kit.controllers import DEMO_FAKE_CA, ensure_controller, stop_started
 from k8s import poll
 from scenarios.kit import runner
@@ -261,7 +262,19 @@ SESSION_CTX: list = []
 
 def session_fake(ctx):
     """The fake autoscaler this session started (its Controller: its log, its pid)."""
-    return next(c for c in ctx.started if c.lease == FAKE_CA_LEASE)
+    fake = session_fake_or_none(ctx)
+    assert fake is not None, "this session started no fake autoscaler"
+    return fake
+
+
+def session_fake_or_none(ctx):
+    return next((c for c in ctx.started if c.lease == FAKE_CA_LEASE), None)
+
+
+def failed_loops(ctx) -> list[str]:
+    """The session's fake autoscaler's "loop failed" lines so far: an error of its own, its traceback in its log."""
+    fake = session_fake_or_none(ctx)
+    return [] if fake is None else [m for m in fake.messages() if m == LOOP_FAILED]
 
 
 @pytest.fixture
@@ -298,11 +311,18 @@ def own_fake_ca(k, no_autoscaler):
 
 
 @pytest.fixture
-def clean(ctx):
+def clean(ctx, request):
     """Each test starts and must end with nothing left in the demo namespace and an empty pool.  What a test leaves
-    fails it and is then removed (`tau-demo clean`'s sweep), so that the tests after it are not failed for it."""
+    fails it and is then removed (`tau-demo clean`'s sweep), so that the tests after it are not failed for it.  And
+    the session's fake autoscaler must not have failed a loop meanwhile (an exception of its own, which its loop
+    survives: a fake that fails every loop still scales, late; the sampled run at d408381 had one survive), unless
+    the test takes the apiserver down under it (marker `apiserver_down`)."""
     assert ctx.leftovers() == [], "a previous test left objects behind"
+    loops_before = len(failed_loops(ctx))
     yield ctx
+    loops = [] if request.node.get_closest_marker("apiserver_down") else failed_loops(ctx)[loops_before:]
+    failed = (f"the session's fake autoscaler failed {len(loops)} loop(s) during the test ('{LOOP_FAILED}'; the "
+              f"traceback is in its log, {session_fake(ctx).logfile})") if loops else ""
     drained = None
     try:
         ctx.wait_pool_empty(120)
@@ -310,7 +330,10 @@ def clean(ctx):
         drained = str(e)
     left = ctx.leftovers()
     if drained is None and not left:
+        if failed:
+            pytest.fail(failed, pytrace=False)
         return
     removed, still = runner.clean(ctx)
-    pytest.fail(f"the test left {left or 'no object'} behind{'; ' + drained if drained else ''}; removed after it: "
+    pytest.fail(f"{failed + '; ' if failed else ''}"
+                f"the test left {left or 'no object'} behind{'; ' + drained if drained else ''}; removed after it: "
                 f"{removed or 'nothing'}; still there: {still or 'nothing'}", pytrace=False)

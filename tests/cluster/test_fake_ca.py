@@ -14,7 +14,8 @@ from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
 from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_TTL_SECONDS,
-                      PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT)
+                      PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
+from k8s.errors import ApiError
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca import outbox
@@ -330,6 +331,52 @@ def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_
     assert [m for m in fake_ca.messages() if m.startswith(f"{refused}409 Conflict")], \
         [m for m in fake_ca.messages() if refused in m]
     wait_for(lambda: not nodes_of(k, uid), 60, what="a later loop to taint the node again and delete it")
+
+
+def test_a_node_mark_the_apiserver_refuses_is_said_and_made_by_a_later_loop(clean, by_hand, k, unique):
+    """The scale-down marks an unneeded node (its unneeded-since annotation); while a ValidatingAdmissionPolicy makes
+    the apiserver refuse that mark, the fake says so, naming the node (the sample at d408381 named None there,
+    unseen: no test made a mark fail), and takes nothing further; once the policy is gone a later loop marks the node
+    and it goes."""
+    fake = session_fake(clean)
+    a, old = "object.metadata.annotations", "oldObject.metadata.annotations"
+    name = f"refuse-unneeded-{unique}"
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                               "operations": ["UPDATE"], "resources": ["nodes"]}]},
+                       "validations": [{"expression": f"!has({a}) || !('{UNNEEDED_ANNOTATION}' in {a}) || "
+                                                      f"(has({old}) && '{UNNEEDED_ANNOTATION}' in {old})",
+                                        "message": "test: no node may be marked unneeded"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    k.create(R.VALIDATING_ADMISSION_POLICY, policy)
+    k.create(R.VALIDATING_ADMISSION_POLICY_BINDING, binding)
+    try:
+        pr = by_hand(1)
+        uid = pr["metadata"]["uid"]
+        wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")
+        [node] = [n["metadata"]["name"] for n in nodes_of(k, uid)]
+        assert UNNEEDED_ANNOTATION not in (k.get(R.NODE, node)["metadata"].get("annotations") or {}), \
+            "marked before the policy was in force: the test was late"
+
+        def refused() -> bool:              # the policy is in force once the apiserver loaded it
+            try:
+                k.patch(R.NODE, node, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: "probe"}}}, dry_run=True)
+            except ApiError as e:
+                return "no node may be marked unneeded" in str(e)
+            return False
+        wait_for(refused, 30, what="the policy to take effect")
+        failed = outbox.node_write_failed_line("annotating", node, Exception("\0")).split("\0")[0]
+        said = wait_for(lambda: [m for m in fake.messages() if m.startswith(failed)], 90,
+                        what=f"the fake, its booking over, to say: {failed}...")
+        assert "no node may be marked unneeded" in said[0] and said[0].endswith("; the next loop tries again"), said
+        assert nodes_of(k, uid), "a node whose mark was refused was deleted"
+    finally:
+        k.delete(R.VALIDATING_ADMISSION_POLICY_BINDING, name)
+        k.delete(R.VALIDATING_ADMISSION_POLICY, name)
+    wait_for(lambda: not nodes_of(k, uid), 90, what="a later loop to mark the node, then delete it")
 
 
 def test_a_tainted_node_needed_again_is_untainted_and_says_so(clean, by_hand, k, own_fake_ca):

@@ -106,6 +106,8 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
             hooks.arm(HOOK_DIR, "node-created", key)
             info = hooks.wait_reached(HOOK_DIR, "node-created", key, timeout=60)
             assert info["of"] == 2
+            # the parked thread's node is made, and it was the gang's first or second node made
+            assert info["index"] in (1, 2) and k.get_or_none(R.NODE, info["node"]), info
             # while one create thread is parked after its node; the other's create is done, in flight or not yet
             # sent, and the scale-up must end with exactly the gang's nodes either way (rolled back and retried)
             restart("kube-apiserver")
@@ -131,6 +133,7 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
     wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
 
 
+@pytest.mark.apiserver_down
 def test_the_control_plane_outlives_an_apiserver_down_longer_than_a_leaders_lease(clean, k, unique):
     """The apiserver kept down 15 s, longer than the 10 s in which a leader must renew its lease: a controller
     manager or scheduler that elects a leader exits then, and on the kwok backend nothing would start it again (the
@@ -184,6 +187,7 @@ def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the
     wait_for(lambda: not pool_nodes(k), 120, what="the pool to drain: no node leaked")
 
 
+@pytest.mark.apiserver_down
 def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
     hook_dir = Path(HOOK_DIR) / "deadline"
     ctl = race_controller(clean, "race-committed", "committed", hook_dir)

@@ -74,13 +74,18 @@ SELECTION = {
                                      # killed (kill -9) at each pause point of its steps, started again, converges
                                      "tests/cluster/test_scenarios.py::"
                                      "test_deadline_controller_killed_at_each_step_boundary_converges",
-                                     f"{FAULTS}[deadline]"],
+                                     f"{FAULTS}[deadline]",
+                                     # the take-up's record refused by the apiserver, said, made at a later look
+                                     "tests/cluster/test_deadline_rule.py::"
+                                     "test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look"],
                                     20),
     "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
     "k8s/client.py": (["tests/cluster/test_client_retry.py", "tests/cluster/test_deadline_controller.py"], 20),
     "fake_ca/controller.py": (["tests/cluster/test_fake_ca.py", f"{FAULTS}[fake-ca]",
                                "tests/cluster/test_faults.py::"
-                               "test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the_scale_up"],
+                               "test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the_scale_up",
+                               # the one test that parks a scale-up after a node's create (its pause point's report)
+                               "tests/cluster/test_faults.py::test_apiserver_killed_in_the_middle_of_a_scale_up"],
                               12),
     "k8s/runtime.py": (["tests/cluster/test_deadline_controller.py", "tests/cluster/test_fake_ca.py"], 12),
 }
