@@ -209,44 +209,47 @@ def refuse_take_up_records(unique: str) -> tuple[dict, dict]:
 def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look(clean, k, own_fake_ca,
                                                                                   rule_controller, caplog, unique):
     caplog.set_level(logging.INFO, logger="deadline")
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "deadline"]
     name = clean.new_name("job-rule-refused")
     policy, binding = refuse_take_up_records(unique)
-    k.create(VALIDATING_ADMISSION_POLICY, policy)
-    k.create(VALIDATING_ADMISSION_POLICY_BINDING, binding)
     try:
-        job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s", provreq={PARAM_STOCKOUT: "true"},
-                           annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
-        wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS) if owned_by(w, job["metadata"]["uid"])), None),
-                      30, what="the Job's Workload")
-        wl_name = meta(wl)["name"]
-
-        def refused() -> bool:                  # the policy is in force once the apiserver loaded it
+        with Tape(k, [PROVREQ], NS) as tape:    # every version of the requests: the first take-up, whatever retried
+            k.create(VALIDATING_ADMISSION_POLICY, policy)
+            k.create(VALIDATING_ADMISSION_POLICY_BINDING, binding)
             try:
-                k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}}, NS,
-                        dry_run=True)
-            except ApiError as e:
-                return "the take-up may not be recorded" in str(e)
-            return False
-        wait_for(refused, 30, what="the policy to take effect")
-        own_fake_ca()                           # takes the request up, out of stock: the controller would record it
+                job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s",
+                                   provreq={PARAM_STOCKOUT: "true"}, annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+                uid = job["metadata"]["uid"]
+                wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
+                              what="the Job's Workload")
+                wl_name = meta(wl)["name"]
 
-        def said() -> list[str]:
-            return [r.getMessage() for r in caplog.records if r.name == "deadline"]
-        could_not = f"deadline {NS}/{name}: could not record the take-up on Workload {wl_name} ("
-        wait_for(lambda: [m for m in said() if m.startswith(could_not)], 30, what="the controller to say it could not")
-        [line] = [m for m in said() if m.startswith(could_not)][:1]
-        assert "the take-up may not be recorded" in line and line.endswith("; will try again"), line
-        assert TAKEN_UP_ANNOTATION not in annotations(k.get(WORKLOAD, wl_name, NS))
-    finally:
-        k.delete(VALIDATING_ADMISSION_POLICY_BINDING, binding["metadata"]["name"])
-        k.delete(VALIDATING_ADMISSION_POLICY, policy["metadata"]["name"])
-    try:
-        # a later look (its resync is 1 s) records it, the first take-up's time, and says so
-        recorded = wait_for(lambda: annotations(k.get(WORKLOAD, wl_name, NS)).get(TAKEN_UP_ANNOTATION), 30,
-                            what="the take-up recorded once the policy is gone")
-        taken = [transition_time(o, ACCEPTED) for o in k.list(PROVREQ, NS)
-                 if owned_by(o, meta(wl)["uid"], controller=False) and transition_time(o, ACCEPTED)]
-        assert taken and parse_time(recorded) == min(taken), (recorded, taken)
+                def refused() -> bool:          # the policy is in force once the apiserver loaded it
+                    try:
+                        k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}}, NS,
+                                dry_run=True)
+                    except ApiError as e:
+                        return "the take-up may not be recorded" in str(e)
+                    return False
+                wait_for(refused, 30, what="the policy to take effect")
+                own_fake_ca()                   # takes the request up, out of stock: the controller would record it
+                could_not = f"deadline {NS}/{name}: could not record the take-up on Workload {wl_name} ("
+                wait_for(lambda: [m for m in said() if m.startswith(could_not)], 30,
+                         what="the controller to say it could not record the take-up")
+                line = next(m for m in said() if m.startswith(could_not))
+                assert "the take-up may not be recorded" in line and line.endswith("; will try again"), line
+                assert TAKEN_UP_ANNOTATION not in annotations(k.get(WORKLOAD, wl_name, NS))
+            finally:
+                k.delete(VALIDATING_ADMISSION_POLICY_BINDING, binding["metadata"]["name"])
+                k.delete(VALIDATING_ADMISSION_POLICY, policy["metadata"]["name"])
+            # a later look (its resync is 1 s) records it, the first take-up's time, and says so
+            recorded = wait_for(lambda: annotations(k.get(WORKLOAD, wl_name, NS)).get(TAKEN_UP_ANNOTATION), 30,
+                                what="the take-up recorded once the policy is gone")
+            taken = [transition_time(o, ACCEPTED) for _, typ, o in tape.changes
+                     if owned_by(o, meta(wl)["uid"], controller=False) and transition_time(o, ACCEPTED)]
+        assert taken and parse_time(recorded) == min(taken), (recorded, sorted(set(taken)))
         assert routing.take_up_line(f"{NS}/{name}", wl_name, {"metadata": {"annotations": {
             TAKEN_UP_ANNOTATION: recorded}}}, None) in said()
         assert not committed_timeout(k.get(WORKLOAD, wl_name, NS)), "committed before the record: the test was late"
