@@ -29,8 +29,8 @@ import argparse
 import ast
 import hashlib
 import json
-import platform
 import os
+import platform
 import shutil
 import subprocess
 import sys
