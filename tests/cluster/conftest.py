@@ -13,7 +13,9 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 
@@ -27,7 +29,8 @@ from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEAS
 from k8s.manifests import load_manifest
 from k8s.objects import is_true, meta
 from k8s.paths import MANIFESTS
-from k8s.resources import CRD, LEASE
+from k8s.errors import ApiError
+from k8s.resources import CRD, LEASE, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from fake_ca.outbox import LOOP_FAILED
@@ -223,6 +226,59 @@ def unique():
 
 def wait_for(pred, timeout=60.0, interval=0.25, what="condition"):
     return poll.until(pred, timeout, what, interval)
+
+
+def refusing_policy(name: str, group: str, resource: str, operation: str, expression: str, message: str,
+                    namespace: str | None = None) -> tuple[dict, dict]:
+    """A ValidatingAdmissionPolicy and its Deny binding by which the apiserver refuses each `operation` on `resource`
+    for which `expression` is false, with `message`: a real refusal of a controller's write, in the namespace given
+    or cluster-wide."""
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": ["*"],
+                                                               "operations": [operation], "resources": [resource]}]},
+                       "validations": [{"expression": expression, "message": message}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    if namespace:
+        binding["spec"]["matchResources"] = {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+    return policy, binding
+
+
+def refusing_an_added_annotation(name: str, group: str, resource: str, annotation: str, message: str,
+                                 namespace: str | None = None) -> tuple[dict, dict]:
+    """The policy by which the apiserver refuses any update that adds `annotation` to an object of `resource`."""
+    a, old = "object.metadata.annotations", "oldObject.metadata.annotations"
+    return refusing_policy(name, group, resource, "UPDATE",
+                           f"!has({a}) || !('{annotation}' in {a}) || (has({old}) && '{annotation}' in {old})",
+                           message, namespace)
+
+
+@contextmanager
+def in_force(k: Kube, policy_and_binding: tuple[dict, dict]) -> Iterator[Callable[[Callable[[], object]], None]]:
+    """Creates the policy and its binding, deletes both on the way out, and gives a wait for the moment the
+    apiserver has loaded it: `loaded(probe)` returns once `probe`, a dry-run write the policy refuses, is refused
+    with the policy's message."""
+    policy, binding = policy_and_binding
+    message = policy["spec"]["validations"][0]["message"]
+
+    def loaded(probe: Callable[[], object]) -> None:
+        def refused() -> bool:
+            try:
+                probe()
+            except ApiError as e:
+                return message in str(e)
+            return False
+        wait_for(refused, 30, what=f"the policy {policy['metadata']['name']} to take effect")
+    k.create(VALIDATING_ADMISSION_POLICY, policy)
+    k.create(VALIDATING_ADMISSION_POLICY_BINDING, binding)
+    try:
+        yield loaded
+    finally:
+        k.delete(VALIDATING_ADMISSION_POLICY_BINDING, binding["metadata"]["name"])
+        k.delete(VALIDATING_ADMISSION_POLICY, policy["metadata"]["name"])
 
 
 @pytest.fixture(scope="session")

@@ -42,13 +42,11 @@ from k8s.keys import (ACCEPTED, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX
                       DECISION_BOUND_ANNOTATION, DECISION_WAITING_ANNOTATION, DEMO_NAMESPACE as NS,
                       MAX_WAIT_ANNOTATION, PARAM_STOCKOUT, SERVICE_ACCOUNTS, TAKEN_UP_ANNOTATION)
 from k8s.objects import annotations, created_at, meta, owned_by, parse_time, revision, transition_time
-from k8s.errors import ApiError
-from k8s.resources import (JOB, PROVREQ, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING,
-                           WORKLOAD)
+from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.tape import Tape, by_revision
 from k8s.workload import committed_timeout
 from scenarios.kit.controllers import READY_LINE, start_private
-from tests.cluster.conftest import wait_for
+from tests.cluster.conftest import in_force, refusing_an_added_annotation, wait_for
 
 CLASS = "rule-test"          # no controller process serves this class: only the test's own instance
 BUDGET = 16                  # seconds: every gang's admission deadline; the slack is 8 s (half of it)
@@ -187,25 +185,6 @@ REFUSED_BUDGET = 40              # seconds: the refused-record test's deadline (
                                  # comes after the record is made; the test ends before it)
 
 
-def refuse_take_up_records(unique: str) -> tuple[dict, dict]:
-    """A ValidatingAdmissionPolicy, bound to the demo namespace, by which the apiserver refuses any update that adds
-    the take-up annotation to a Workload: a real refusal of the controller's record, for as long as it exists."""
-    a, old = "object.metadata.annotations", "oldObject.metadata.annotations"
-    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": f"refuse-take-up-{unique}"},
-              "spec": {"failurePolicy": "Fail",
-                       "matchConstraints": {"resourceRules": [{"apiGroups": [WORKLOAD.group], "apiVersions": ["*"],
-                                                               "operations": ["UPDATE"], "resources": ["workloads"]}]},
-                       "validations": [{"expression": f"!has({a}) || !('{TAKEN_UP_ANNOTATION}' in {a}) || "
-                                                      f"(has({old}) && '{TAKEN_UP_ANNOTATION}' in {old})",
-                                        "message": "test: the take-up may not be recorded"}]}}
-    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-               "metadata": {"name": f"refuse-take-up-{unique}"},
-               "spec": {"policyName": f"refuse-take-up-{unique}", "validationActions": ["Deny"],
-                        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}}}}}
-    return policy, binding
-
-
 def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look(clean, k, own_fake_ca,
                                                                                   rule_controller, caplog, unique):
     caplog.set_level(logging.INFO, logger="deadline")
@@ -213,27 +192,20 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
     def said() -> list[str]:
         return [r.getMessage() for r in caplog.records if r.name == "deadline"]
     name = clean.new_name("job-rule-refused")
-    policy, binding = refuse_take_up_records(unique)
+    # a real refusal of the controller's record, for as long as the policy exists
+    refusal = refusing_an_added_annotation(f"refuse-take-up-{unique}", WORKLOAD.group, "workloads",
+                                           TAKEN_UP_ANNOTATION, "test: the take-up may not be recorded", NS)
     try:
         with Tape(k, [PROVREQ], NS) as tape:    # every version of the requests: the first take-up, whatever retried
-            k.create(VALIDATING_ADMISSION_POLICY, policy)
-            k.create(VALIDATING_ADMISSION_POLICY_BINDING, binding)
-            try:
+            with in_force(k, refusal) as loaded:
                 job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s",
                                    provreq={PARAM_STOCKOUT: "true"}, annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
                 uid = job["metadata"]["uid"]
                 wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
                               what="the Job's Workload")
                 wl_name = meta(wl)["name"]
-
-                def refused() -> bool:          # the policy is in force once the apiserver loaded it
-                    try:
-                        k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}}, NS,
-                                dry_run=True)
-                    except ApiError as e:
-                        return "the take-up may not be recorded" in str(e)
-                    return False
-                wait_for(refused, 30, what="the policy to take effect")
+                loaded(lambda: k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}},
+                                       NS, dry_run=True))
                 own_fake_ca()                   # takes the request up, out of stock: the controller would record it
                 could_not = f"deadline {NS}/{name}: could not record the take-up on Workload {wl_name} ("
                 wait_for(lambda: [m for m in said() if m.startswith(could_not)], 30,
@@ -241,9 +213,6 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
                 line = next(m for m in said() if m.startswith(could_not))
                 assert "the take-up may not be recorded" in line and line.endswith("; will try again"), line
                 assert TAKEN_UP_ANNOTATION not in annotations(k.get(WORKLOAD, wl_name, NS))
-            finally:
-                k.delete(VALIDATING_ADMISSION_POLICY_BINDING, binding["metadata"]["name"])
-                k.delete(VALIDATING_ADMISSION_POLICY, policy["metadata"]["name"])
             # a later look (its resync is 1 s) records it, the first take-up's time, and says so
             recorded = wait_for(lambda: annotations(k.get(WORKLOAD, wl_name, NS)).get(TAKEN_UP_ANNOTATION), 30,
                                 what="the take-up recorded once the policy is gone")

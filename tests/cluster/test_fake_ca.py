@@ -15,14 +15,14 @@ from k8s import job as jobs
 from k8s import resources as R
 from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_TTL_SECONDS,
                       PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
-from k8s.errors import ApiError
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca import outbox
 from fake_ca.status import group_backoff
 from scenarios.kit.harness import NS
 from scenarios.walkthrough.half_gang import other_pod
-from tests.cluster.conftest import HOOK_DIR, session_fake, wait_for
+from tests.cluster.conftest import (HOOK_DIR, in_force, refusing_an_added_annotation, refusing_policy,
+                                    session_fake, wait_for)
 
 BEA = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 
@@ -339,43 +339,22 @@ def test_a_node_mark_the_apiserver_refuses_is_said_and_made_by_a_later_loop(clea
     unseen: no test made a mark fail), and takes nothing further; once the policy is gone a later loop marks the node
     and it goes."""
     fake = session_fake(clean)
-    a, old = "object.metadata.annotations", "oldObject.metadata.annotations"
-    name = f"refuse-unneeded-{unique}"
-    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": name},
-              "spec": {"failurePolicy": "Fail",
-                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                               "operations": ["UPDATE"], "resources": ["nodes"]}]},
-                       "validations": [{"expression": f"!has({a}) || !('{UNNEEDED_ANNOTATION}' in {a}) || "
-                                                      f"(has({old}) && '{UNNEEDED_ANNOTATION}' in {old})",
-                                        "message": "test: no node may be marked unneeded"}]}}
-    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
-    k.create(R.VALIDATING_ADMISSION_POLICY, policy)
-    k.create(R.VALIDATING_ADMISSION_POLICY_BINDING, binding)
-    try:
+    refusal = refusing_an_added_annotation(f"refuse-unneeded-{unique}", "", "nodes", UNNEEDED_ANNOTATION,
+                                           "test: no node may be marked unneeded")
+    with in_force(k, refusal) as loaded:
         pr = by_hand(1)
         uid = pr["metadata"]["uid"]
         wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")
         [node] = [n["metadata"]["name"] for n in nodes_of(k, uid)]
         assert UNNEEDED_ANNOTATION not in (k.get(R.NODE, node)["metadata"].get("annotations") or {}), \
             "marked before the policy was in force: the test was late"
-
-        def refused() -> bool:              # the policy is in force once the apiserver loaded it
-            try:
-                k.patch(R.NODE, node, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: "probe"}}}, dry_run=True)
-            except ApiError as e:
-                return "no node may be marked unneeded" in str(e)
-            return False
-        wait_for(refused, 30, what="the policy to take effect")
+        loaded(lambda: k.patch(R.NODE, node, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: "probe"}}},
+                               dry_run=True))
         failed = outbox.node_write_failed_line("annotating", node, Exception("\0")).split("\0")[0]
         said = wait_for(lambda: [m for m in fake.messages() if m.startswith(failed)], 90,
                         what=f"the fake, its booking over, to say: {failed}...")
         assert "no node may be marked unneeded" in said[0] and said[0].endswith("; the next loop tries again"), said
         assert nodes_of(k, uid), "a node whose mark was refused was deleted"
-    finally:
-        k.delete(R.VALIDATING_ADMISSION_POLICY_BINDING, name)
-        k.delete(R.VALIDATING_ADMISSION_POLICY, name)
     wait_for(lambda: not nodes_of(k, uid), 90, what="a later loop to mark the node, then delete it")
 
 
@@ -542,22 +521,11 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
     off; once the policy is gone, a retry makes both nodes."""
     seed = 4242
     refused = _first_names(seed, 2)[1]
-    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": f"refuse-node-{unique}"},
-              "spec": {"failurePolicy": "Fail",
-                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                               "operations": ["CREATE"], "resources": ["nodes"]}]},
-                       "validations": [{"expression": f"object.metadata.name != '{refused}'",
-                                        "message": f"test: node {refused} is refused"}]}}
-    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-               "metadata": {"name": f"refuse-node-{unique}"},
-               "spec": {"policyName": f"refuse-node-{unique}", "validationActions": ["Deny"]}}
-    k.create(R.VALIDATING_ADMISSION_POLICY, policy)
-    k.create(R.VALIDATING_ADMISSION_POLICY_BINDING, binding)
-    try:
-        # the policy takes effect once the apiserver has loaded it: probe with a dry-run create
-        probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": refused}}
-        wait_for(lambda: _refused(k, probe), 30, what="the policy to take effect")
+    refusal = refusing_policy(f"refuse-node-{unique}", "", "nodes", "CREATE", f"object.metadata.name != '{refused}'",
+                              f"test: node {refused} is refused")
+    with in_force(k, refusal) as loaded:
+        loaded(lambda: k.create(R.NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": refused}},
+                                dry_run=True))
         fake = own_fake_ca("--seed", str(seed), "--initial-backoff", "1s", "--initial-node-group-backoff", "10s")
         pr = by_hand(2)
         name = pr["metadata"]["name"]
@@ -575,19 +543,8 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
                                             "gpupool"), 10, interval=0.1, what="the node group's backoff in the status ConfigMap")
         assert st["backoffInfo"]["errorCode"] == "cloudProviderError"      # as executor.go records it
         assert st["backoffInfo"]["errorMessage"].startswith(f"failed to increase node group size: {refused}: ")
-    finally:
-        k.delete(R.VALIDATING_ADMISSION_POLICY_BINDING, f"refuse-node-{unique}")
-        k.delete(R.VALIDATING_ADMISSION_POLICY, f"refuse-node-{unique}")
     wait_for(lambda: cond(k, name).get("Provisioned", ("",))[0] == "True", 60,
              what="a retry once the policy is gone and the backoff ran out")
     assert cond(k, name)["Provisioned"][:2] == ("True", "CapacityIsProvisioned")
     assert len([n for n in nodes_of(k, pr["metadata"]["uid"]) if not n["metadata"].get("deletionTimestamp")]) == 2
 
-
-def _refused(k, node: dict) -> bool:
-    from k8s.errors import ApiError
-    try:
-        k.create(R.NODE, node, dry_run=True)
-    except ApiError as e:
-        return "is refused" in str(e)
-    return False
