@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from demo.cluster import procs
@@ -47,6 +49,9 @@ class Controller:
     args: list[str]
     pidfile: Path
     logfile: Path
+    # a directory made for this instance alone (a race's hook directory): removed as it is stopped, however the run
+    # ends (an interrupted command stops every started controller: stop_every_started)
+    scratch: Path | None = field(default=None, compare=False)
 
     def start(self, kubeconfig: str) -> None:
         with _RUNNING_LOCK:
@@ -60,6 +65,8 @@ class Controller:
 
     def stop(self) -> None:
         procs.stop(self.pidfile)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         with _RUNNING_LOCK:
             if self in _RUNNING:
                 _RUNNING.remove(self)
@@ -112,10 +119,13 @@ def ensure_controller(ctx: Context, lease: str, args: list[str], label: str, tim
     return c
 
 
-def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout: float = 30) -> Controller:
-    """A controller instance of the scenario's own (race instances): always freshly started."""
+def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout: float = 30,
+                  scratch: Path | None = None) -> Controller:
+    """A controller instance of the scenario's own (race instances): always freshly started; `scratch`, a directory
+    made for it, goes when it is stopped."""
     c = Controller(lease, controller_args(ctx, args), *_files(ctx, lease))
     c.stop()
+    c.scratch = scratch
     c.logfile.unlink(missing_ok=True)
     c.start(ctx.kubeconfig)
     ctx.started.append(c)
@@ -129,14 +139,22 @@ def start_private(ctx: Context, lease: str, args: list[str], label: str, timeout
 RACE_TTL = "5s"         # the cleanup TTL of a race's private deadline controller
 
 
-def race_controller(ctx: Context, cls: str, protocol: str = "committed", hook_dir: Path | None = None) -> Controller:
+def race_controller(ctx: Context, cls: str, protocol: str = "committed", hooks: bool = False) -> Controller:
     """A deadline controller of the scenario's own (its class `cls`, in its slot's namespace), freshly started:
-    what a race pauses (through `hook_dir`) without stalling the shared one."""
+    what a race pauses without stalling the shared one.  With `hooks`, its pause points are read from a directory
+    made for it (`.scratch`, for k8s.hooks to arm and release), removed as it is stopped."""
     args = ["deadline", "--class", cls, "--protocol", protocol, "--cleanup-ttl", RACE_TTL, "--resync", "1s",
             "--namespace", ctx.slot.namespace]
+    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-")) if hooks else None
     if hook_dir:
         args += ["--hook-dir", str(hook_dir)]
-    return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})")
+    try:
+        return start_private(ctx, f"deadline-{cls}", args, f"deadline controller ({cls}, {protocol})",
+                             scratch=hook_dir)
+    except BaseException:
+        if hook_dir:
+            shutil.rmtree(hook_dir, ignore_errors=True)
+        raise
 
 
 def stop_started(ctx: Context) -> None:

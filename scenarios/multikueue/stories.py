@@ -11,7 +11,6 @@ ProvisioningRequest check until its own autoscaler has the nodes; the admission 
 
 from __future__ import annotations
 
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -334,8 +333,8 @@ def _race(ctx: Context, ws: list[Worker], point: str) -> dict:
     """One interleaving: the manager's deadline controller (a race instance of its own) paused at `point` for the
     Job; worker-1 gets capacity at CAPACITY_BACK, worker-2 never."""
     cls = "race-multikueue"
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    ctl = race_controller(ctx, cls, "committed", hooks=True)
+    hook_dir = ctl.scratch
     name = ctx.new_name("job-mkrace")
     key = f"{NS}/{name}"
     hooks.arm(hook_dir, point, key)

@@ -25,10 +25,8 @@ from __future__ import annotations
 import copy
 import random
 import statistics
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
 from k8s import hooks
 from k8s import job as jobs
@@ -166,8 +164,8 @@ def plain_trials(ctx: Context, log: EventLog) -> tuple[list[dict], float]:
 def job_trials(ctx: Context, latency: float, queue: str) -> list[dict]:
     """The deadline controller's commit released just before the scheduler reserves, on Jobs in `queue`,
     aiming closer at the window after each trial.  Facts per trial, for the invariants."""
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, CLASS, "committed", hook_dir)
+    ctl = race_controller(ctx, CLASS, "committed", hooks=True)
+    hook_dir = ctl.scratch
     out, lead = [], JOB_LEAD
     try:
         for i in range(JOB_TRIALS):

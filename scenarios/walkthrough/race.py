@@ -17,9 +17,7 @@ is parked there, changes the world, then releases it (or kills it with SIGKILL).
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 from demo.timeline import svg
 from k8s import hooks
@@ -58,8 +56,8 @@ def admission_wins(ctx: Context, protocol: str = "committed") -> dict:
     """Pause the controller before its Workload patch; let Kueue admit; release it.
     Returns the facts; the caller decides whether they show the bug (legacy) or not."""
     cls = ctx.slot.private(f"race-{protocol}")
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, cls, protocol, hook_dir)
+    ctl = race_controller(ctx, cls, protocol, hooks=True)
+    hook_dir = ctl.scratch
     log, log_path = ctx.event_log(f"race-admission-wins-{protocol}")
     name = None
     try:
@@ -156,8 +154,8 @@ def scenario_legacy(ctx: Context) -> None:
 def scenario_timeout_wins(ctx: Context) -> None:
     ctx.header("Race 2: timeout wins")
     cls = ctx.slot.private("race-committed")
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    ctl = race_controller(ctx, cls, "committed", hooks=True)
+    hook_dir = ctl.scratch
     log, log_path = ctx.event_log("race-timeout-wins")
     name = ctx.new_name("job-race")
     key = f"{ctx.slot.namespace}/{name}"
@@ -214,8 +212,8 @@ def interrupted(ctx: Context, point: str) -> dict:
     """Kill -9 the controller at `point` (after-commit, after-mirror, after-arm), restart it,
     and check it converges: mirror and cleanup armed exactly once, the Job cleaned up."""
     cls = ctx.slot.private("race-committed")
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    ctl = race_controller(ctx, cls, "committed", hooks=True)
+    hook_dir = ctl.scratch
     name = ctx.new_name("job-kill")
     key = f"{ctx.slot.namespace}/{name}"
     hooks.arm(hook_dir, point, key)
@@ -230,7 +228,7 @@ def interrupted(ctx: Context, point: str) -> dict:
             at_kill = {"committed": workloads.committed_timeout(wl), "mirrored": jobs.mirrored(job),
                        "armed": jobs.cleanup_after(job) is not None}
             ctx.say(f"  killed with SIGKILL {point}: {at_kill}")
-            ctl2 = race_controller(ctx, cls, "committed", None)
+            ctl2 = race_controller(ctx, cls, "committed")
             ctx.wait(lambda: rec.samples[-1][1].job is None, 60, "the restarted controller to converge")
             ctl2.stop()
         seen = [s.job for _, s in rec.samples if s.job is not None]

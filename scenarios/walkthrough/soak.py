@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import statistics
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,8 +143,8 @@ def soak(ctx: Context, runs: int, seed: int | None = None, faults: bool = False,
     fake autoscaler this soak started (faults kill only controllers it owns)."""
     rng = random.Random(seed)
     cls = "soak"
-    hook_dir = Path(tempfile.mkdtemp(prefix="tau-hooks-"))
-    ctl = race_controller(ctx, cls, "committed", hook_dir)
+    ctl = race_controller(ctx, cls, "committed", hooks=True)
+    hook_dir = ctl.scratch
     results: list[SoakRun] = []
 
     def kill_restart(c: Controller) -> Callable[[], None]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
@@ -189,8 +188,8 @@ def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the
 
 @pytest.mark.apiserver_down
 def test_apiserver_killed_in_the_middle_of_a_deadline_decision(clean, k):
-    hook_dir = Path(HOOK_DIR) / "deadline"
-    ctl = race_controller(clean, "race-committed", "committed", hook_dir)
+    ctl = race_controller(clean, "race-committed", "committed", hooks=True)
+    hook_dir = ctl.scratch
     name = clean.new_name("job-fault")
     key = f"{NS}/{name}"
     hooks.arm(hook_dir, "before-commit", key)

@@ -3,8 +3,9 @@ started on the real cluster and sent SIGINT, SIGTERM or SIGHUP at a random momen
 command (20 interrupts in all); each time it must exit 128 + the signal's number, and leave no object the harness
 made (runner.made_by_harness: Jobs, Workloads, requests, nodes, the scenarios' Kueue objects and TauClusters, the
 probes' objects), judged at its exit and over a window after it (nothing comes back: no autoscaler of its still
-runs), and no process of its own (the controllers it started, itself).  The moments come from a seeded random
-generator; the seed is printed, and TAU_DEMO_INTERRUPT_SEED replays a run."""
+runs), no process of its own (the controllers it started, itself), and no temporary file or directory (its TMPDIR,
+the test's own, is empty).  The moments come from a seeded random generator; the seed is printed, and
+TAU_DEMO_INTERRUPT_SEED replays a run."""
 
 from __future__ import annotations
 
@@ -81,10 +82,12 @@ def interrupted(argv: list[str], env: dict, what: str, sig: int, moment: float, 
     return code, log.read_text(errors="replace")
 
 
-def interrupt_once(kubeconfig: str, name: str, sig: int, moment: float, log: Path) -> tuple[int, str]:
-    """One of COMMANDS against the test cluster, interrupted (interrupted())."""
-    return interrupted([str(REPO / ".venv/bin/tau-demo"), *COMMANDS[name], "--kubeconfig", kubeconfig], {}, name, sig,
-                       moment, log)
+def interrupt_once(kubeconfig: str, name: str, sig: int, moment: float, log: Path, tmp: Path) -> tuple[int, str]:
+    """One of COMMANDS against the test cluster, interrupted (interrupted()); its temporary files (and its
+    controllers') go in `tmp`, its TMPDIR."""
+    tmp.mkdir()
+    return interrupted([str(REPO / ".venv/bin/tau-demo"), *COMMANDS[name], "--kubeconfig", kubeconfig],
+                       {"TMPDIR": str(tmp)}, name, sig, moment, log)
 
 
 @pytest.mark.timeout(1500)
@@ -99,7 +102,8 @@ def test_an_interrupted_command_exits_as_interrupted_and_leaves_nothing(name, ku
     for i in range(INTERRUPTS):
         sig, moment = SIGNALS[(i + list(COMMANDS).index(name)) % len(SIGNALS)], rng.uniform(EARLIEST, LATEST)
         what = f"{name}, {signal.Signals(sig).name} at {moment:.1f}s (interrupt {i + 1} of {INTERRUPTS})"
-        code, output = interrupt_once(kubeconfig, name, sig, moment, tmp_path / f"{i}.log")
+        tmp = tmp_path / f"tmp-{i}"
+        code, output = interrupt_once(kubeconfig, name, sig, moment, tmp_path / f"{i}.log", tmp)
         print(f"[interrupts] {what}: exit {code}; {output.strip().splitlines()[-1] if output.strip() else ''}",
               file=sys.stderr)
         # -sig: the signal came while Python was still starting the command (its imports take about 2 s on a busy
@@ -115,6 +119,8 @@ def test_an_interrupted_command_exits_as_interrupted_and_leaves_nothing(name, ku
         assert not added and not left, f"{what}: made after its exit: {added}; there at the window's end: {left}"
         running = ours(kubeconfig) - before
         assert not running, f"{what}: processes left running: {sorted(running)}\n{output[-3000:]}"
+        files = sorted(str(f.relative_to(tmp)) for f in tmp.rglob("*"))
+        assert not files, f"{what}: temporary files left behind: {files}\n{output[-3000:]}"
 
 
 @pytest.mark.timeout(600)
