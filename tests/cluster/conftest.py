@@ -372,7 +372,8 @@ def clean(ctx, request):
     fails it and is then removed (`tau-demo clean`'s sweep), so that the tests after it are not failed for it.  And
     the session's fake autoscaler must not have failed a loop meanwhile (an exception of its own, which its loop
     survives: a fake that fails every loop still scales, late; the sampled run at d408381 had one survive), unless
-    the test takes the apiserver down under it (marker `apiserver_down`)."""
+    the test takes the apiserver down under a fake (marker `apiserver_down`: as the apiserver starts again it
+    refuses a write 403 until its RBAC is loaded, which fails the loop that made it)."""
     assert ctx.leftovers() == [], "a previous test left objects behind"
     loops_before = len(failed_loops(ctx))
     yield ctx

@@ -93,6 +93,7 @@ def pool_nodes(k) -> list[dict]:
             and not n["metadata"].get("deletionTimestamp")]
 
 
+@pytest.mark.apiserver_down
 def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, unique):
     own_fake_ca("--hook-dir", str(HOOK_DIR), "--initial-backoff", "1s", "--initial-node-group-backoff", "2s")
     name = f"job-fault-{unique}"
@@ -150,6 +151,7 @@ def test_the_control_plane_outlives_an_apiserver_down_longer_than_a_leaders_leas
              what="the garbage collector to delete the dependent, then the owner (foreground deletion)")
 
 
+@pytest.mark.apiserver_down
 def test_the_fakes_loop_meets_a_dead_apiserver_says_so_and_a_later_loop_ends_the_scale_up(clean, k, own_fake_ca,
                                                                                            unique):
     """The fake made a gang's node and is held before it writes Provisioned (pause point 'nodes-created'); the
@@ -247,6 +249,7 @@ def test_kueue_killed_while_a_request_is_pending(clean, k):
 WAITING_LINE = "waiting for caches to sync"
 
 
+@pytest.mark.apiserver_down
 @pytest.mark.parametrize("which", ["fake-ca", "deadline"])
 def test_a_controller_whose_apiserver_dies_before_its_caches_synced_waits_and_says_so(request, clean, kubeconfig,
                                                                                        which, tmp_path):

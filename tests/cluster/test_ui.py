@@ -131,6 +131,7 @@ def run_success(ctx) -> list[str]:
     return [c.what for c in ctx.checks if not c.ok] + ([] if ctx.checks else ["no checks ran"])
 
 
+@pytest.mark.apiserver_down
 def test_the_live_page_follows_the_success_scenario_in_a_real_browser(clean, tmp_path):
     t_start = time.monotonic()
     runs = clean.runs_dir
