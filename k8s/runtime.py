@@ -103,6 +103,10 @@ class WorkQueue:
                 self._enqueue(key, self._dirty.pop(key))
 
 
+# a reconcile that raised an exception of its own (not the apiserver unreachable): said, with its traceback, and retried
+RECONCILE_FAILED = "reconcile failed; retrying in 2s"
+
+
 def run_loop(queue: WorkQueue, reconcile: Callable[[str], float | None], stop: threading.Event,
              resync: float, keys: Callable[[], Iterable[str]], workers: int = 1, min_requeue: float = 0.05) -> None:
     """Process keys with `workers` threads until stop is set; never one key on two threads at once.
@@ -118,7 +122,7 @@ def run_loop(queue: WorkQueue, reconcile: Callable[[str], float | None], stop: t
                 log.warning("%s: apiserver unreachable (%s); retrying in 2s", key, e)
                 after = 2.0
             except Exception:
-                log.exception("%s: reconcile failed; retrying in 2s", key)
+                log.exception("%s: %s", key, RECONCILE_FAILED)
                 after = 2.0
             finally:
                 queue.done(key)

@@ -30,11 +30,12 @@ from k8s.manifests import load_manifest
 from k8s.objects import is_true, meta
 from k8s.paths import MANIFESTS
 from k8s.errors import ApiError
+from k8s.runtime import RECONCILE_FAILED
 from k8s.resources import CRD, LEASE, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from fake_ca.outbox import LOOP_FAILED
-from scenarios.kit.controllers import DEMO_FAKE_CA, ensure_controller, stop_started
+from scenarios.kit.controllers import DEMO_FAKE_CA, LOG_MESSAGE, ensure_controller, stop_started
 from k8s import poll
 from scenarios.kit import runner
 from scenarios.kit.harness import Context, ScenarioFailed
@@ -150,6 +151,18 @@ def logging_errors(text: str) -> list[str]:
     return out
 
 
+def reconcile_failures(text: str) -> list[str]:
+    """The reconciles that raised in `text` (k8s.runtime's RECONCILE_FAILED, then the traceback): each with its key
+    and the exception the traceback ends with."""
+    out, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith(f": {RECONCILE_FAILED}"):
+            rest = next((j for j in range(i + 1, len(lines)) if LOG_MESSAGE.match(lines[j])), len(lines))
+            last = next((x for x in reversed(lines[i + 1:rest]) if x.strip()), "(no traceback)")
+            out.append(f"{line[:-len(RECONCILE_FAILED) - 2]}: {last}")
+    return out
+
+
 class LogReader:
     """What the log files under a state directory grew by since they were last read.  A file made again under the
     same name (a race's own controller: its log is removed before it starts) is read from its start: it is known by
@@ -187,13 +200,13 @@ class LogReader:
         for path in self.files():
             self._take(path, text_too=False)
 
+    def grown(self) -> list[tuple[Path, str]]:
+        """What each log file was written since the last read."""
+        return [(path, text) for path in self.files() if (text := self._take(path))]
+
     def lost(self) -> list[str]:
         """The lines lost (logging's error reports) in what was written since the last read."""
-        out = []
-        for path in self.files():
-            text = self._take(path)
-            out += [f"{path.name}: {e}" for e in logging_errors(text or "")]
-        return out
+        return [f"{path.name}: {e}" for path, text in self.grown() for e in logging_errors(text)]
 
 
 LOGS = LogReader(Path(os.environ.get("TAU_DEMO_STATE") or "/nonexistent"))
@@ -201,14 +214,22 @@ LOGS.skip()             # at import, before any fixture of the session: what ear
 
 
 @pytest.fixture(autouse=True)
-def every_line_logged():
+def every_line_logged(request):
     """After each cluster test: no process under the session's state (the controllers it started, the cluster's
     TauCluster controller, a race's own deadline controllers) lost a log line since the test before it was checked
     (so the first test answers for what the session's fixtures logged at its start), as a process does when a line's
-    format does not fit its arguments.  What is logged after the last test is checked at the session's end."""
+    format does not fit its arguments; and no controller's reconcile raised (an exception of its own, which its loop
+    survives and retries: a deadline controller whose 409 branch raised a TypeError still converged, and every test
+    passed, in the sample at 9188f1f), unless the test takes the apiserver down under it (marker `apiserver_down`).
+    What is logged after the last test is checked at the session's end."""
     yield
-    lost = LOGS.lost()
+    grown = LOGS.grown()
+    lost = [f"{path.name}: {e}" for path, text in grown for e in logging_errors(text)]
     assert not lost, "a process lost log lines during this test: " + "; ".join(lost)
+    failed = [] if request.node.get_closest_marker("apiserver_down") else \
+        [f"{path.name}: {e}" for path, text in grown for e in reconcile_failures(text)]
+    assert not failed, ("a controller's reconcile raised during this test (its traceback is in its log): "
+                        + "; ".join(failed))
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -128,6 +128,36 @@ def test_a_log_line_whose_format_does_not_fit_is_reported_as_lost(monkeypatch):
     assert logging_errors("12:00:00 taucluster demo: kept\n12:00:01 deadline: ready\n") == []
 
 
+def test_a_reconcile_that_raised_is_found_with_the_exception_it_ended_on():
+    # what every cluster test checks of the controllers' logs after it (tests/cluster/conftest.py
+    # every_line_logged): k8s.runtime's loop, which survives a reconcile's exception, writes it in cli's format,
+    # and the check finds it, naming the key and the exception, among lines of cli's format
+    import logging
+    import threading
+    from k8s import runtime
+    from tests.cluster.conftest import reconcile_failures
+    text = io.StringIO()
+    handler = logging.StreamHandler(text)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))     # cli's
+    runtime.log.addHandler(handler)
+    stop = threading.Event()
+
+    def reconcile(key: str) -> float | None:
+        stop.set()
+        raise TypeError("legacy_commit_line() missing 1 required positional argument: 'conflict'")
+    queue = runtime.WorkQueue()
+    queue.add("demo/job-race")
+    try:
+        runtime.run_loop(queue, reconcile, stop, resync=0.05, keys=lambda: [])
+    finally:
+        runtime.log.removeHandler(handler)
+    log = "12:00:00 deadline demo/job-race: mirrored\n" + text.getvalue() + "12:00:03 deadline demo/job-race: done\n"
+    [failed] = reconcile_failures(log)
+    assert failed.endswith(" demo/job-race: TypeError: legacy_commit_line() missing 1 required positional argument: "
+                           "'conflict'"), failed
+    assert reconcile_failures("12:00:00 deadline demo/job-race: mirrored\n12:00:01 deadline: ready\n") == []
+
+
 LOST = "--- Logging error ---\nMessage: None\nArguments: ('deadline: watching',)\n"
 
 
