@@ -30,11 +30,9 @@ from k8s.manifests import load_manifest
 from k8s.objects import is_true, meta
 from k8s.paths import MANIFESTS
 from k8s.errors import ApiError
-from k8s.runtime import RECONCILE_FAILED
 from k8s.resources import CRD, LEASE, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
-from fake_ca.outbox import LOOP_FAILED
 from scenarios.kit.controllers import DEMO_FAKE_CA, LOG_MESSAGE, ensure_controller, stop_started
 from k8s import poll
 from scenarios.kit import runner
@@ -151,15 +149,17 @@ def logging_errors(text: str) -> list[str]:
     return out
 
 
-def reconcile_failures(text: str) -> list[str]:
-    """The reconciles that raised in `text` (k8s.runtime's RECONCILE_FAILED, then the traceback): each with its key
-    and the exception the traceback ends with."""
+def tracebacks(text: str) -> list[str]:
+    """The exceptions a process logged with their traceback in `text`: each is one it survived (its reconcile,
+    k8s.runtime's RECONCILE_FAILED; a watch's handler, k8s.watch; the fake's loop, LOOP_FAILED: the only places that
+    log one) or one it died of; each given as the line that said it and the exception the traceback ends with."""
     out, lines = [], text.splitlines()
     for i, line in enumerate(lines):
-        if line.endswith(f": {RECONCILE_FAILED}"):
-            rest = next((j for j in range(i + 1, len(lines)) if LOG_MESSAGE.match(lines[j])), len(lines))
-            last = next((x for x in reversed(lines[i + 1:rest]) if x.strip()), "(no traceback)")
-            out.append(f"{line[:-len(RECONCILE_FAILED) - 2]}: {last}")
+        if line.startswith("Traceback (most recent call last):"):
+            end = next((j for j in range(i + 1, len(lines)) if LOG_MESSAGE.match(lines[j])), len(lines))
+            last = next((x for x in reversed(lines[i + 1:end]) if x.strip()), "(no exception line)")
+            said = lines[i - 1] if i and LOG_MESSAGE.match(lines[i - 1]) else "(no line before it)"
+            out.append(f"{said} -> {last}")
     return out
 
 
@@ -218,18 +218,20 @@ def every_line_logged(request):
     """After each cluster test: no process under the session's state (the controllers it started, the cluster's
     TauCluster controller, a race's own deadline controllers) lost a log line since the test before it was checked
     (so the first test answers for what the session's fixtures logged at its start), as a process does when a line's
-    format does not fit its arguments; and no controller's reconcile raised (an exception of its own, which its loop
-    survives and retries: a deadline controller whose 409 branch raised a TypeError still converged, and every test
-    passed, in the sample at 9188f1f), unless the test takes the apiserver down under it (marker `apiserver_down`).
-    What is logged after the last test is checked at the session's end."""
+    format does not fit its arguments; and none logged an exception with its traceback (an exception of its own that
+    its loop survives and retries: a deadline controller whose 409 branch raised a TypeError, one whose Workload
+    handler raised a KeyError, still converged and every test passed, in the sample at 9188f1f; a fake that fails
+    every loop still scales, late, in the one at d408381), unless the test takes the apiserver down under it (marker
+    `apiserver_down`: as the apiserver starts again it refuses a write 403 until its RBAC is loaded, which fails the
+    loop or reconcile that made it).  What is logged after the last test is checked at the session's end."""
     yield
     grown = LOGS.grown()
     lost = [f"{path.name}: {e}" for path, text in grown for e in logging_errors(text)]
     assert not lost, "a process lost log lines during this test: " + "; ".join(lost)
-    failed = [] if request.node.get_closest_marker("apiserver_down") else \
-        [f"{path.name}: {e}" for path, text in grown for e in reconcile_failures(text)]
-    assert not failed, ("a controller's reconcile raised during this test (its traceback is in its log): "
-                        + "; ".join(failed))
+    raised = [] if request.node.get_closest_marker("apiserver_down") else \
+        [f"{path.name}: {e}" for path, text in grown for e in tracebacks(text)]
+    assert not raised, ("a process logged an exception of its own during this test (its traceback is in its log): "
+                        + "; ".join(raised))
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -339,19 +341,9 @@ SESSION_CTX: list = []
 
 def session_fake(ctx):
     """The fake autoscaler this session started (its Controller: its log, its pid)."""
-    fake = session_fake_or_none(ctx)
+    fake = next((c for c in ctx.started if c.lease == FAKE_CA_LEASE), None)
     assert fake is not None, "this session started no fake autoscaler"
     return fake
-
-
-def session_fake_or_none(ctx):
-    return next((c for c in ctx.started if c.lease == FAKE_CA_LEASE), None)
-
-
-def failed_loops(ctx) -> list[str]:
-    """The session's fake autoscaler's "loop failed" lines so far: an error of its own, its traceback in its log."""
-    fake = session_fake_or_none(ctx)
-    return [] if fake is None else [m for m in fake.messages() if m == LOOP_FAILED]
 
 
 @pytest.fixture
@@ -388,19 +380,12 @@ def own_fake_ca(k, no_autoscaler):
 
 
 @pytest.fixture
-def clean(ctx, request):
+def clean(ctx):
     """Each test starts and must end with nothing left in the demo namespace and an empty pool.  What a test leaves
-    fails it and is then removed (`tau-demo clean`'s sweep), so that the tests after it are not failed for it.  And
-    the session's fake autoscaler must not have failed a loop meanwhile (an exception of its own, which its loop
-    survives: a fake that fails every loop still scales, late; the sampled run at d408381 had one survive), unless
-    the test takes the apiserver down under a fake (marker `apiserver_down`: as the apiserver starts again it
-    refuses a write 403 until its RBAC is loaded, which fails the loop that made it)."""
+    fails it and is then removed (`tau-demo clean`'s sweep), so that the tests after it are not failed for it.  (That
+    no controller failed a loop or a reconcile meanwhile, every_line_logged checks.)"""
     assert ctx.leftovers() == [], "a previous test left objects behind"
-    loops_before = len(failed_loops(ctx))
     yield ctx
-    loops = [] if request.node.get_closest_marker("apiserver_down") else failed_loops(ctx)[loops_before:]
-    failed = (f"the session's fake autoscaler failed {len(loops)} loop(s) during the test ('{LOOP_FAILED}'; the "
-              f"traceback is in its log, {session_fake(ctx).logfile})") if loops else ""
     drained = None
     try:
         ctx.wait_pool_empty(120)
@@ -408,10 +393,7 @@ def clean(ctx, request):
         drained = str(e)
     left = ctx.leftovers()
     if drained is None and not left:
-        if failed:
-            pytest.fail(failed, pytrace=False)
         return
     removed, still = runner.clean(ctx)
-    pytest.fail(f"{failed + '; ' if failed else ''}"
-                f"the test left {left or 'no object'} behind{'; ' + drained if drained else ''}; removed after it: "
+    pytest.fail(f"the test left {left or 'no object'} behind{'; ' + drained if drained else ''}; removed after it: "
                 f"{removed or 'nothing'}; still there: {still or 'nothing'}", pytrace=False)

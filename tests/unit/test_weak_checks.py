@@ -128,14 +128,14 @@ def test_a_log_line_whose_format_does_not_fit_is_reported_as_lost(monkeypatch):
     assert logging_errors("12:00:00 taucluster demo: kept\n12:00:01 deadline: ready\n") == []
 
 
-def test_a_reconcile_that_raised_is_found_with_the_exception_it_ended_on():
-    # what every cluster test checks of the controllers' logs after it (tests/cluster/conftest.py
-    # every_line_logged): k8s.runtime's loop, which survives a reconcile's exception, writes it in cli's format,
-    # and the check finds it, naming the key and the exception, among lines of cli's format
+def test_an_exception_a_loop_survived_is_found_with_the_line_that_said_it_and_the_exception():
+    # what every cluster test checks of the processes' logs after it (tests/cluster/conftest.py
+    # every_line_logged): k8s.runtime's loop, which survives a reconcile's exception, writes it with its traceback
+    # in cli's format, and the check finds it, with the line that said it and the exception, among cli's lines
     import logging
     import threading
     from k8s import runtime
-    from tests.cluster.conftest import reconcile_failures
+    from tests.cluster.conftest import tracebacks
     text = io.StringIO()
     handler = logging.StreamHandler(text)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))     # cli's
@@ -151,11 +151,13 @@ def test_a_reconcile_that_raised_is_found_with_the_exception_it_ended_on():
         runtime.run_loop(queue, reconcile, stop, resync=0.05, keys=lambda: [])
     finally:
         runtime.log.removeHandler(handler)
-    log = "12:00:00 deadline demo/job-race: mirrored\n" + text.getvalue() + "12:00:03 deadline demo/job-race: done\n"
-    [failed] = reconcile_failures(log)
-    assert failed.endswith(" demo/job-race: TypeError: legacy_commit_line() missing 1 required positional argument: "
-                           "'conflict'"), failed
-    assert reconcile_failures("12:00:00 deadline demo/job-race: mirrored\n12:00:01 deadline: ready\n") == []
+    log = "12:00:00 deadline demo/job-race: mirrored\n" + text.getvalue()
+    for after in ("", "12:00:03 deadline demo/job-race: done\n"):        # the log's last lines, or more after them
+        [raised] = tracebacks(log + after)
+        said, exception = raised.split(" -> ")
+        assert said.endswith(f" demo/job-race: {runtime.RECONCILE_FAILED}"), raised
+        assert exception == "TypeError: legacy_commit_line() missing 1 required positional argument: 'conflict'", raised
+    assert tracebacks("12:00:00 deadline demo/job-race: mirrored\n12:00:01 deadline: ready\n") == []
 
 
 LOST = "--- Logging error ---\nMessage: None\nArguments: ('deadline: watching',)\n"
