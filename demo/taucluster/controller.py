@@ -41,10 +41,9 @@ RESYNC = 10.0
 
 
 class TauClusterController:
-    def __init__(self, k: Kube, workers: int = 2, resync: float = RESYNC, queue: WorkQueue | None = None,
-                 clock: Callable[[], datetime] = utcnow):
+    def __init__(self, k: Kube, workers: int = 2, resync: float = RESYNC, clock: Callable[[], datetime] = utcnow):
         self.k, self.workers, self.resync, self.now = k, workers, resync, clock
-        self.queue = queue if queue is not None else WorkQueue()
+        self.queue = WorkQueue()
         # a TauCluster's change may change who holds what (plan.refusals): every TauCluster is looked at again
         self.tauclusters = Store(on_change=lambda _t, obj: (self.queue.add(name_of(obj)), self._enqueue_all()),
                                  on_sync=self._enqueue_all)
