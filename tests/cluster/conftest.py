@@ -7,6 +7,7 @@ If it cannot be brought up, every cluster test fails with the reason -- never a 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -163,6 +164,23 @@ def tracebacks(text: str) -> list[str]:
     return out
 
 
+class Raised(logging.Handler):
+    """The records the project's loggers logged in this process with an exception (what tracebacks() finds in a
+    process's log file): the controllers a test runs in its own process.  A library's (aiohttp's of a browser gone
+    mid-request) is its own business."""
+
+    OURS = ("k8s", "demo", "fake_ca", "scenarios", "fleet", "cli", "deadline", "taucluster", "fake-ca", "real-ca")
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None and record.name.split(".")[0] in self.OURS:
+            e = record.exc_info[1]
+            self.seen.append(f"in this process, {record.name}: {record.getMessage()} -> {type(e).__name__}: {e}")
+
+
 class LogReader:
     """What the log files under a state directory grew by since they were last read.  A file made again under the
     same name (a race's own controller: its log is removed before it starts) is read from its start: it is known by
@@ -223,13 +241,19 @@ def every_line_logged(request):
     handler raised a KeyError, still converged and every test passed, in the sample at 9188f1f; a fake that fails
     every loop still scales, late, in the one at d408381), unless the test takes the apiserver down under it (marker
     `apiserver_down`: as the apiserver starts again it refuses a write 403 until its RBAC is loaded, which fails the
-    loop or reconcile that made it).  What is logged after the last test is checked at the session's end."""
-    yield
+    loop or reconcile that made it).  The controllers a test runs in its own process (its loggers) are held to the
+    same: no record with an exception.  What is logged after the last test is checked at the session's end."""
+    in_process = Raised()
+    logging.getLogger().addHandler(in_process)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(in_process)
     grown = LOGS.grown()
     lost = [f"{path.name}: {e}" for path, text in grown for e in logging_errors(text)]
     assert not lost, "a process lost log lines during this test: " + "; ".join(lost)
     raised = [] if request.node.get_closest_marker("apiserver_down") else \
-        [f"{path.name}: {e}" for path, text in grown for e in tracebacks(text)]
+        [f"{path.name}: {e}" for path, text in grown for e in tracebacks(text)] + in_process.seen
     assert not raised, ("a process logged an exception of its own during this test (its traceback is in its log): "
                         + "; ".join(raised))
 

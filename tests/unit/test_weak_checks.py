@@ -160,6 +160,24 @@ def test_an_exception_a_loop_survived_is_found_with_the_line_that_said_it_and_th
     assert tracebacks("12:00:00 deadline demo/job-race: mirrored\n12:00:01 deadline: ready\n") == []
 
 
+def test_an_exception_logged_in_this_process_is_seen_and_an_error_without_one_is_not():
+    # the same check for the controllers a cluster test runs in its own process (conftest.Raised on the root logger)
+    import logging
+    from tests.cluster.conftest import Raised
+    seen = Raised()
+    logging.getLogger().addHandler(seen)
+    try:
+        logging.getLogger("deadline").error("demo/job: refused; will try again")     # said, no exception: not it
+        for name in ("k8s.watch", "aiohttp.server"):                                  # a library's: not it
+            try:
+                {}["metadata"]
+            except KeyError:
+                logging.getLogger(name).exception("handling DELETED job-1")
+    finally:
+        logging.getLogger().removeHandler(seen)
+    assert seen.seen == ["in this process, k8s.watch: handling DELETED job-1 -> KeyError: 'metadata'"], seen.seen
+
+
 LOST = "--- Logging error ---\nMessage: None\nArguments: ('deadline: watching',)\n"
 
 
