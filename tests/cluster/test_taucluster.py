@@ -31,8 +31,9 @@ from demo.cluster.state import State
 from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.taucluster import plan as P
+from demo.taucluster import patches
 from demo.taucluster.controller import TauClusterController
-from demo.taucluster.profile import objects, parse_profile
+from demo.taucluster.profile import BadProfile, objects, parse_profile
 from k8s import heartbeat
 from k8s import taucluster as tauclusters_
 from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, GPU, MODE_ADOPT, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS,
@@ -169,6 +170,31 @@ def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller
         live = k.get(TAUCLUSTER, name)
         assert TAUCLUSTER_FINALIZER in meta(live).get("finalizers", []) and live.get("status"), live
         assert ctl.tauclusters.items() == [live], [meta(c).get("resourceVersion") for c in ctl.tauclusters.items()]
+
+
+def test_a_spec_it_cannot_read_is_said_invalid_in_its_status_and_nothing_else_is_written(k, controller, unique,
+                                                                                          caplog):
+    """The CRD's schema refuses what parse_profile refuses, but a TauCluster written under an older CRD (or none) can
+    hold what the controller cannot read.  In process, its cache given such a TauCluster (a profile's nodeLabels
+    mapping a label to a number), one reconcile writes `status.invalid` naming the field, says so, and writes nothing
+    else: no finalizer (the sample at 9188f1f reached that branch with no test: a call of it with an argument
+    missing, a TypeError, survived)."""
+    caplog.set_level(logging.INFO, logger="taucluster")
+    name = f"tc-bad{unique}"
+    with in_process(k, controller, name):
+        tc = k.create(TAUCLUSTER, TAUCLUSTER.new(name, spec={"mode": MODE_ADOPT,
+                                                             "profiles": [profile_raw(f"bad{unique}")]}))
+        bad = copy.deepcopy(tc)
+        bad["spec"]["profiles"][0]["flavor"]["nodeLabels"] = {"pool": 7}
+        why = "spec.profiles[0].flavor.nodeLabels: must map label names to values, at least one, got {'pool': 7}"
+        ctl = TauClusterController(k)
+        ctl.tauclusters.put(bad)
+        assert ctl.reconcile(name) is None, "an invalid spec is looked at again only when it changes"
+        live = k.get(TAUCLUSTER, name)
+        assert live["status"].get("invalid") == why, live["status"]
+        assert TAUCLUSTER_FINALIZER not in meta(live).get("finalizers", []), meta(live)
+        said = [r.getMessage() for r in caplog.records if r.name == "taucluster"]
+        assert patches.invalid_line(name, BadProfile(why)) in said, said
 
 
 def with_gpu_quota(cq: dict, quota: str) -> dict:
