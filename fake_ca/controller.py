@@ -315,8 +315,8 @@ class FakeCA:
             return
         self.publish_pools()
         log.info("%s", outbox.options_line(self.opts))
-        log.info("fake-ca: caches synced; ready")
         hb = heartbeat.start(self.k, FAKE_CA_LEASE, stop)       # alive = synced and deciding
+        log.info("fake-ca: caches synced; ready")
         if ready:
             ready.set()
         while not stop.is_set():

@@ -35,15 +35,20 @@ def beat(k: Kube, name: str, identity: str, interval: float) -> None:
 
 
 def start(k: Kube, name: str, stop: threading.Event, interval: float = 2.0) -> threading.Thread:
+    """Renew the Lease every `interval` seconds until `stop`, then give it up.  The first renewal is made before this
+    returns: a controller that starts its heartbeat and then says it is ready is seen alive once it says so (the real
+    CA's wrapper said ready before its first renewal, and a test that read its Lease at that line failed)."""
     identity = f"{socket.gethostname()}/{os.getpid()}"
 
+    def renew() -> None:
+        try:
+            beat(k, name, identity, interval)
+        except (ApiError, Unreachable) as e:
+            log.debug("heartbeat %s: %s", name, e)
+
     def loop():
-        while not stop.is_set():
-            try:
-                beat(k, name, identity, interval)
-            except (ApiError, Unreachable) as e:
-                log.debug("heartbeat %s: %s", name, e)
-            stop.wait(interval)
+        while not stop.wait(interval):
+            renew()
         try:   # a clean stop gives the Lease up at once
             k.delete(LEASE, name, NAMESPACE)
         except NotFound:
@@ -51,6 +56,7 @@ def start(k: Kube, name: str, stop: threading.Event, interval: float = 2.0) -> t
         except (ApiError, Unreachable) as e:
             log.warning("heartbeat %s: its Lease was not given up (%s); it looks alive up to %ds more", name, e,
                         lease_seconds(interval))
+    renew()
     t = threading.Thread(target=loop, name=f"heartbeat-{name}", daemon=True)
     t.start()
     return t

@@ -321,8 +321,8 @@ class DeadlineController:
                    self.provreqs.watch(self.k, PROVREQ, self.namespace).start()]
         if not wait_for_caches(watches, stop, log, "deadline"):
             return
-        log.info("deadline: caches synced; ready")
         hb = heartbeat.start(self.k, f"{DEADLINE_LEASE_PREFIX}{self.instance}", stop)     # alive = synced
+        log.info("deadline: caches synced; ready")
         if ready:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys, workers=self.workers,

@@ -250,8 +250,8 @@ class RealCA:
             if not self.wait_ready(stop, ready_timeout):
                 return 0
             log.info("real-ca: first main loop done; watching ProvisioningRequests (pool label %s)", POOL_LABEL)
-            log.info("real-ca: caches synced; ready")
             hb = heartbeat.start(self.k, REAL_CA_LEASE, hb_stop)
+            log.info("real-ca: caches synced; ready")
             while not stop.is_set():
                 if self.child.poll() is not None:
                     raise RealCAError(f"cluster-autoscaler exited with {self.child.returncode}; last lines of "

@@ -152,8 +152,8 @@ class TauClusterController:
                    *[self.kueue[kind].watch(self.k, res).start() for kind, res in KINDS.items()]]
         if not wait_for_caches(watches, stop, log, "taucluster"):
             return
-        log.info("taucluster: caches synced; ready")
         hb = heartbeat.start(self.k, TAUCLUSTER_LEASE, stop)
+        log.info("taucluster: caches synced; ready")
         if ready:
             ready.set()
         run_loop(self.queue, self.reconcile, stop, self.resync, self.keys, workers=self.workers)
