@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
@@ -203,28 +202,3 @@ def test_a_failing_verdict_is_never_cached(gate, capsys):
     assert R.main(["--show", "0"]) == 1 and gate.runs == 1
     assert R.main(["--show", "0"]) == 1 and gate.runs == 2              # judged again, by mutmut
     assert "verdicts from the cache" not in capsys.readouterr().out
-
-
-def test_a_mutants_tests_run_fastest_first_by_mutmuts_durations_and_only_in_a_mutants_run(monkeypatch):
-    """tests/unit/conftest.py orders a mutant's tests by the seconds mutmut's stats recorded (unknown ones last);
-    outside a mutant's run (the unit stage, mutmut's runs of every test) the order is left as collected."""
-    from types import SimpleNamespace
-
-    from tests.unit import conftest
-    durations = {"t::slow": 2.0, "t::quick": 0.01, "t::middle": 0.5}
-    monkeypatch.setitem(sys.modules, "mutmut.state", SimpleNamespace(state=lambda: SimpleNamespace(
-        duration_by_test=durations)))
-
-    def ordered(under_test: str | None) -> list[str]:
-        if under_test is None:
-            monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)
-        else:
-            monkeypatch.setenv("MUTANT_UNDER_TEST", under_test)
-        items = [SimpleNamespace(nodeid=n) for n in ("t::slow", "t::unknown", "t::quick", "t::middle")]
-        conftest.pytest_collection_modifyitems(items)
-        return [i.nodeid for i in items]
-    assert ordered("k8s.pools.x_parse_pool__mutmut_7") == ["t::quick", "t::middle", "t::slow", "t::unknown"]
-    for outside in (None, "", "stats", "list_all_tests"):
-        assert ordered(outside) == ["t::slow", "t::unknown", "t::quick", "t::middle"], outside
-    monkeypatch.delitem(sys.modules, "mutmut.state")       # a mutant's run outside mutmut's process: as collected
-    assert ordered("k8s.pools.x_parse_pool__mutmut_7") == ["t::slow", "t::unknown", "t::quick", "t::middle"]
