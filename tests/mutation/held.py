@@ -79,15 +79,21 @@ class HeldSession:
                 out.append(item)
         return out
 
-    def run(self, items: list) -> int:
-        """In a fork: pytest's test loop over `items`, then its session finish; pytest.main()'s exit code."""
+    def run(self, items: list, quiet: bool = True) -> int:
+        """In a fork: pytest's test loop over `items`, then its session finish; pytest.main()'s exit code.
+        `quiet`: what the fork writes goes nowhere (the session's terminal writes to the main process's output)."""
         import pytest
         from _pytest.outcomes import Exit
         config, session = self.config, self.session
         os.chdir(self.rootpath)
         capman = config.pluginmanager.getplugin("capturemanager")
-        if capman is not None:               # a capture of this fork's own, started and suspended as pytest.main()'s
+        if capman is not None:               # the main process's capture, given back its output...
             capman.stop_global_capturing()
+        if quiet:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+        if capman is not None:               # ...and one of this fork's own, started and suspended as pytest.main()'s
             capman.start_global_capturing()
             capman.suspend_global_capture()
         session.items = items
@@ -160,11 +166,7 @@ def patch() -> None:
         items = held[0].items(list(tests)) if held and mutant_name is not None else None
         if items is None:
             return plain_run_tests(self, mutant_name=mutant_name, tests=tests)
-        if not config().debug:                # what the fork writes goes nowhere, as mutmut's own does
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
-        return held[0].run(items)
+        return held[0].run(items, quiet=not config().debug)   # as mutmut's own forks: their output nowhere
 
     PytestRunner.run_tests = run_tests
     ForkRunner.startup, ForkRunner.shutdown = startup, shutdown

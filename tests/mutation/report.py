@@ -43,6 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = REPO / "mutants"
 LOG = MUTANTS / "mutmut-run.log"
+HELD = REPO / "tests" / "mutation" / "held.py"   # mutmut run, each mutant's tests in a fork of one held pytest session
 # what the mutants' verdicts depend on besides [tool.mutmut]'s source_paths and also_copy: the tests, this gate,
 # the settings, the locked packages
 KEYED_ALSO = ("tests", "pyproject.toml", "requirements.lock")
@@ -315,10 +316,10 @@ def run_mutmut(max_children: int, modules: list[str]) -> float:
     elif MUTANTS.exists():
         shutil.rmtree(MUTANTS)
     MUTANTS.mkdir(exist_ok=True)
-    mutmut = Path(sys.executable).with_name("mutmut")
-    cmd = ["nice", "-n", "10", str(mutmut), "run", "--max-children", str(max_children)]
+    # mutmut's `run`, each mutant's tests run in a fork of one pytest session collected once (held.py)
+    cmd = ["nice", "-n", "10", sys.executable, str(HELD.relative_to(REPO)), "run", "--max-children", str(max_children)]
     cmd += [module_of(m) + ".*" for m in modules]
-    print(f"[mutation] {' '.join(cmd[3:])} (log: {LOG.relative_to(REPO)})", flush=True)
+    print(f"[mutation] {' '.join(cmd[4:])} (log: {LOG.relative_to(REPO)})", flush=True)
     t0 = time.monotonic()
     with open(LOG, "w") as log:
         rc = subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT).returncode
