@@ -146,8 +146,8 @@ def patch() -> None:
         if config().process_isolation != ProcessIsolation.FORK:
             raise SystemExit("[mutation] tests/mutation/held.py patches mutmut's fork runner only, not its fork server")
         runner = self.test_runner
-        args = (["--rootdir=.", "--tb=native", "-x", "-q", "-p", "no:randomly", "-p", "no:random-order"]
-                + runner._pytest_add_cli_args_test_selection + runner._pytest_add_cli_args)
+        # what a fork's pytest.main() gets (PytestRunner.execute_pytest), the whole selection for its tests
+        args = ["--rootdir=.", "--tb=native"] + runner._pytest_args_regular_run([]) + runner._pytest_add_cli_args
         session = HeldSession.collect(args, os.path.abspath("mutants"))
         if session is None:
             print("[mutation] the held session's collection failed: each mutant runs its own pytest.main()", flush=True)
