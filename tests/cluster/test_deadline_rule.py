@@ -227,6 +227,46 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Job and its Workload to go")
 
 
+APART = 3                        # seconds between the first gang's recorded take-up and the second gang's submission
+
+
+def test_each_workload_counts_from_its_own_take_up_not_from_another_gangs(clean, k, own_fake_ca, rule_controller):
+    """One controller, two gangs taken up seconds apart (the fake running, the cloud out of stock): the take-up each
+    Workload records (its admission-taken-up annotation, where its deadline counts from) is the earliest Accepted of
+    its own requests, the second gang's later than the first's.  No test had two gangs taken up apart: the sample at
+    9ba656e drew `counting__mutmut_22`, the controller's memory of each Workload's earliest take-up kept under one key
+    for all of them, so that the second gang counted from the first gang's take-up, and it survived."""
+    names = [clean.new_name("job-rule-first"), clean.new_name("job-rule-second")]
+    own_fake_ca()                                   # takes each request up as it comes, out of stock
+    recorded: list[str] = []
+    wls: list[dict] = []
+    try:
+        with Tape(k, [PROVREQ], NS) as tape:
+            for name in names:
+                if recorded:                        # the second comes once the first's take-up is seconds old
+                    after = parse_time(recorded[-1]).timestamp() + APART
+                    wait_for(lambda: time.time() >= after, APART + 30, what="the gap between the take-ups")
+                uid = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s",
+                                   provreq={PARAM_STOCKOUT: "true"},
+                                   annotations={DEADLINE_CLASS_ANNOTATION: CLASS})["metadata"]["uid"]
+                wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
+                              what=f"{name}'s Workload")
+                wls.append(wl)
+                recorded.append(wait_for(lambda: annotations(k.get(WORKLOAD, meta(wl)["name"], NS)).get(
+                    TAKEN_UP_ANNOTATION), 30, what=f"the take-up recorded on {name}'s Workload"))
+            time.sleep(1.0)                         # the Tape sees the last request's versions
+        for name, wl, rec in zip(names, wls, recorded):
+            own = [transition_time(o, ACCEPTED) for _, typ, o in tape.changes
+                   if owned_by(o, meta(wl)["uid"], controller=False) and transition_time(o, ACCEPTED)]
+            assert own and parse_time(rec) == min(own), (name, rec, sorted(set(own)))
+            assert not committed_timeout(k.get(WORKLOAD, meta(wl)["name"], NS)), f"{name}: committed: the test was late"
+        assert parse_time(recorded[1]) > parse_time(recorded[0]), recorded
+    finally:
+        for name in names:
+            clean.delete_job(name)
+        wait_for(lambda: not clean.leftovers(), 120, what="the test's Jobs and their Workloads to go")
+
+
 RESTART_CLASS = "rule-restart"   # served only by the restart test's own controller process
 RESTART_BUDGET = 30              # seconds: the restart test's deadline; its slack is 10 s (R.TAKE_UP_SLACK)
 RESTART_WINDOW = 14              # seconds after the submission without an autoscaler: the take-up comes late

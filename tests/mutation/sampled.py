@@ -77,7 +77,10 @@ SELECTION = {
                                      f"{FAULTS}[deadline]",
                                      # the take-up's record refused by the apiserver, said, made at a later look
                                      "tests/cluster/test_deadline_rule.py::"
-                                     "test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look"],
+                                     "test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look",
+                                     # two gangs taken up apart: each counts from its own take-up
+                                     "tests/cluster/test_deadline_rule.py::"
+                                     "test_each_workload_counts_from_its_own_take_up_not_from_another_gangs"],
                                     20),
     "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
     "k8s/client.py": (["tests/cluster/test_client_retry.py", "tests/cluster/test_deadline_controller.py"], 20),
