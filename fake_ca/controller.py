@@ -281,7 +281,7 @@ class FakeCA:
             log.info("%s", outbox.untainting_line(n))
             self._taint_node(n, None)
         for n in plan.delete:
-            log.info("%s", outbox.deleting_line(n, plan.why.get(n, "")))
+            log.info("%s", outbox.deleting_line(n, plan.why[n]))
             self._delete_node(n)
         if plan.delete:
             for line in outbox.pool_lines(nodes, plan.delete, self.pools):

@@ -46,7 +46,7 @@ class ScaleDown:
     taint: list[str] = field(default_factory=list)      # deletion starts: taint ToBeDeletedByClusterAutoscaler
     untaint: list[str] = field(default_factory=list)    # a tainted node is needed again
     delete: list[str] = field(default_factory=list)
-    why: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)   # every node of `delete`: why it goes (its log line)
 
 
 def _busy(node_name: str, pods: list[dict]) -> bool:
