@@ -93,7 +93,7 @@ class FakeCA:
         """request_from_objects, remembered per request UID for as long as neither the request nor its
         PodTemplates change (booking re-reads every booked request every loop)."""
         version = outbox.parse_version(pr, templates)
-        uid = meta(pr).get("uid", "")
+        uid = meta(pr)["uid"]                  # the apiserver gives every object one
         hit = self._parsed.get(uid)
         if hit is not None and hit[0] == version:
             return hit[1]
