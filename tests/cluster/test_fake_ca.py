@@ -408,6 +408,39 @@ def test_a_tainted_node_needed_again_is_untainted_and_says_so(clean, by_hand, k,
     wait_for(lambda: not nodes_of(k, uid), 90, what="the node to go once the pod is gone")
 
 
+WAKE_SCAN = 60          # seconds: the wake test's scan interval, far longer than the test's bounds
+QUIET = 4              # seconds over which a new request must not wake the idle loop
+
+
+def test_an_unschedulable_pod_wakes_the_idle_loop_a_new_request_does_not(clean, by_hand, k, own_fake_ca, unique):
+    """As the real autoscaler's loop/trigger.go: with loops a minute apart, a new request does not wake the idle
+    loop (nothing is written to it over a window), and a pod the scheduler cannot place, created moments ago, does:
+    the next loop runs at once and answers the request (over the pool's max: Provisioned=False, no node).  No test
+    woke a loop: the sample at 9ba656e drew `_on_pod__mutmut_3` (the pod handler asking about None, so that no pod ever
+    woke the loop), which survived, every test answered by a loop on its scan interval."""
+    own_fake_ca("--scan-interval", f"{WAKE_SCAN}s")
+    time.sleep(2.0)                                  # its first loop, right after its ready line, is over
+    with Tape(k, [R.PROVREQ], NS) as tape:
+        pr = by_hand(3)                              # over the pool's max: its answer makes no node
+        name = pr["metadata"]["name"]
+        quiet_until = time.time() + QUIET
+        wait_for(lambda: time.time() >= quiet_until, QUIET + 5, what=f"{QUIET}s of the idle loop")
+        touched = [o for _, typ, o in tape.changes if o["metadata"]["name"] == name and (o.get("status") or {})]
+        assert touched == [], f"a new request woke the idle loop: {touched}"
+        pod = f"unplaceable-{unique}"
+        k.create(R.POD, R.POD.new(pod, NS, spec={
+            "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"tau-demo.io/no-such-node": "true"},
+            "containers": [{"name": "c", "image": "ghcr.io/example/none:latest"}]}), NS)
+        try:
+            created = time.time()
+            wait_for(lambda: cond(k, name).get("Provisioned", ("",))[0] == "False", 15,
+                     what="the loop the unschedulable pod woke to answer the request")
+            assert time.time() - created < WAKE_SCAN / 4, "answered by the scan interval's loop, not a woken one"
+        finally:
+            k.delete(R.POD, pod, NS)
+
+
 def test_controllers_run_with_least_privilege(k, ctx):
     review = R.SUBJECT_ACCESS_REVIEW
 
