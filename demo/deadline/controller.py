@@ -135,6 +135,12 @@ class DeadlineController:
                 self._taken_up[wl_uid] = t
             return t
 
+    def remembered(self) -> set[str]:
+        """What it keeps of each object: the uids of the Workloads whose earliest take-up it holds, the keys of the
+        Jobs whose last no-op decision it said; each forgotten with its object."""
+        with self._taken_up_lock:
+            return set(self._taken_up) | set(self._last)
+
     def counting(self, wl: dict | None) -> dl.Counting:
         """How the Workload's deadline is counted now: the rule, and its requests as the cache holds them."""
         if wl is None:

@@ -227,15 +227,23 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Job and its Workload to go")
 
 
+FORGOTTEN_WINDOW = 3             # seconds after the gangs' deletion over which no take-up of theirs may be kept
 APART = 3                        # seconds between the first gang's recorded take-up and the second gang's submission
 
 
-def test_each_workload_counts_from_its_own_take_up_not_from_another_gangs(clean, k, own_fake_ca, rule_controller):
+def test_each_workload_counts_from_its_own_take_up_not_from_another_gangs(clean, k, own_fake_ca, rule_controller,
+                                                                         caplog):
     """One controller, two gangs taken up seconds apart (the fake running, the cloud out of stock): the take-up each
     Workload records (its admission-taken-up annotation, where its deadline counts from) is the earliest Accepted of
     its own requests, the second gang's later than the first's.  No test had two gangs taken up apart: the sample at
     9ba656e drew `counting__mutmut_22`, the controller's memory of each Workload's earliest take-up kept under one key
-    for all of them, so that the second gang counted from the first gang's take-up, and it survived."""
+    for all of them, so that the second gang counted from the first gang's take-up, and it survived.
+
+    While they wait (resyncs 1 s apart, the fake rewriting the requests), each gang's wait is said once, not at every
+    look; and once the gangs are deleted, the controller keeps nothing of theirs (take-up, last words said), over a
+    window in which their requests' last events come.  (The sample at 2163cb1 drew `_say_once__mutmut_5`, every look
+    said again, and `on_workload__mutmut_9`, a deleted Workload never forgotten, and both survived.)"""
+    caplog.set_level(logging.INFO, logger="deadline")
     names = [clean.new_name("job-rule-first"), clean.new_name("job-rule-second")]
     own_fake_ca()                                   # takes each request up as it comes, out of stock
     recorded: list[str] = []
@@ -261,10 +269,21 @@ def test_each_workload_counts_from_its_own_take_up_not_from_another_gangs(clean,
             assert own and parse_time(rec) == min(own), (name, rec, sorted(set(own)))
             assert not committed_timeout(k.get(WORKLOAD, meta(wl)["name"], NS)), f"{name}: committed: the test was late"
         assert parse_time(recorded[1]) > parse_time(recorded[0]), recorded
+        said = [r.getMessage() for r in caplog.records if r.name == "deadline"]
+        for name in names:
+            waits = [m for m in said if m.startswith(routing.no_op_line(f"{NS}/{name}", "not admitted yet; "))]
+            assert len(waits) == 1, f"{name}'s wait said {len(waits)} times: {waits[:4]}"
+        theirs = {meta(wl)["uid"] for wl in wls} | {f"{NS}/{name}" for name in names}
+        assert theirs <= rule_controller.remembered(), (theirs, rule_controller.remembered())
     finally:
         for name in names:
             clean.delete_job(name)
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Jobs and their Workloads to go")
+    wait_for(lambda: not theirs & rule_controller.remembered(), 10, what="the controller to forget the deleted gangs")
+    window = time.monotonic() + FORGOTTEN_WINDOW
+    while time.monotonic() < window:
+        assert not theirs & rule_controller.remembered(), "a deleted gang was remembered again"
+        time.sleep(0.1)
 
 
 RESTART_CLASS = "rule-restart"   # served only by the restart test's own controller process
