@@ -153,13 +153,16 @@ class DeadlineController:
         for key in self.keys():
             self.queue.add(key)
 
-    def _say_once(self, key: str, d: dl.Decision) -> None:
-        """Log a no-op decision only when it changes, so resyncs do not flood the log."""
+    def _say_once(self, key: str, d: dl.Decision, job: dict | None) -> None:
+        """Log a no-op decision only when it changes, so resyncs do not flood the log.  A Job gone is forgotten
+        (as on_job forgets it): a look that comes after its deletion must not keep it again."""
         gist, line = routing.say(d)
         if self._last.get(key) != gist:
             self._last[key] = gist
             if line:
                 log.info("%s", routing.no_op_line(key, line))
+        if job is None:
+            self._last.pop(key, None)
 
     def keys(self) -> list[str]:
         return routing.handled_keys(self.jobs.items(), self.instance)
@@ -210,7 +213,7 @@ class DeadlineController:
             if line:
                 log.info("%s", line)
             else:
-                self._say_once(key, d)
+                self._say_once(key, d, job)
             if d.action == Action.WAIT:
                 self.queue.add(key, after=d.after, urgent=True)
                 self._record_take_up(key, d, job, wl, counting)

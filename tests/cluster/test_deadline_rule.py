@@ -37,6 +37,7 @@ from demo.deadline import routing
 from demo.deadline import rule as R
 from demo.deadline.controller import DEFAULT_WORKERS, DeadlineController
 from demo.deadline.invariants import History, violations
+from k8s import poll
 from k8s.client import Kube
 from k8s.keys import (ACCEPTED, DEADLINE_CLASS_ANNOTATION, DEADLINE_LEASE_PREFIX, DEADLINE_RULE_ANNOTATION,
                       DECISION_BOUND_ANNOTATION, DECISION_WAITING_ANNOTATION, DEMO_NAMESPACE as NS,
@@ -241,8 +242,9 @@ def test_each_workload_counts_from_its_own_take_up_not_from_another_gangs(clean,
 
     While they wait (resyncs 1 s apart, the fake rewriting the requests), each gang's wait is said once, not at every
     look; and once the gangs are deleted, the controller keeps nothing of theirs (take-up, last words said), over a
-    window in which their requests' last events come.  (The sample at 2163cb1 drew `_say_once__mutmut_5`, every look
-    said again, and `on_workload__mutmut_9`, a deleted Workload never forgotten, and both survived.)"""
+    window in which their requests' last events come and each is looked at once more.  (The sample at 2163cb1 drew
+    `on_workload__mutmut_9`, a deleted Workload never forgotten, which survived; the check then found that a look
+    after a Job's deletion kept its last words again, "owner Job is gone", for good.)"""
     caplog.set_level(logging.INFO, logger="deadline")
     names = [clean.new_name("job-rule-first"), clean.new_name("job-rule-second")]
     own_fake_ca()                                   # takes each request up as it comes, out of stock
@@ -279,7 +281,10 @@ def test_each_workload_counts_from_its_own_take_up_not_from_another_gangs(clean,
         for name in names:
             clean.delete_job(name)
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Jobs and their Workloads to go")
-    wait_for(lambda: not theirs & rule_controller.remembered(), 10, what="the controller to forget the deleted gangs")
+    for name in names:      # a look at each after its Job's deletion (a resync's, queued before it): nothing kept
+        rule_controller.queue.add(f"{NS}/{name}")
+    forgot = poll.eventually(lambda: not theirs & rule_controller.remembered(), 10)
+    assert forgot, f"kept after the gangs' deletion: {theirs & rule_controller.remembered()}"
     window = time.monotonic() + FORGOTTEN_WINDOW
     while time.monotonic() < window:
         assert not theirs & rule_controller.remembered(), "a deleted gang was remembered again"
