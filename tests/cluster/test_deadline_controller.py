@@ -23,6 +23,7 @@ import time
 import pytest
 
 from demo.deadline import protocol as dl
+from demo.deadline import routing
 from demo.deadline.controller import DeadlineController
 from demo.deadline.invariants import History, violations
 from demo.jobs import observe
@@ -60,8 +61,9 @@ def controller(deadline_kube, tmp_path):
     """make(ttl) -> a DeadlineController of class CLASS whose caches hold the namespace as it is now."""
     made = []
 
-    def make(ttl: float = TTL, conflict_retries: int = 6, queue: WorkQueue | None = None) -> DeadlineController:
-        c = DeadlineController(deadline_kube, namespace=NS, cleanup_ttl=ttl, instance=CLASS,
+    def make(ttl: float = TTL, conflict_retries: int = 6, queue: WorkQueue | None = None,
+             protocol: str = "committed") -> DeadlineController:
+        c = DeadlineController(deadline_kube, namespace=NS, protocol=protocol, cleanup_ttl=ttl, instance=CLASS,
                                hooks=Hooks(tmp_path / f"hooks-{len(made)}"), conflict_retries=conflict_retries,
                                queue=queue)
         informed(c)
@@ -307,6 +309,26 @@ def test_commit_then_mirror_then_arm_each_guarded_by_the_version_it_was_decided_
     assert len(written(h.jobs, CLEANUP_AFTER_ANNOTATION)) == 1, "one arm"
     assert steps(h.jobs) == ["unmarked", "mirrored", "armed"]
     assert annotations(h.jobs[-1])[TOUCH] == "2", "the arm went onto the version the live read saw"
+
+
+def test_the_legacy_protocol_unraced_marks_the_job_then_deactivates_the_workload_and_says_so(submit, no_autoscaler, k,
+                                                                                           controller, caplog):
+    """The legacy protocol (the reviewed design's order, kept to reproduce its bug) with nothing racing it: past the
+    deadline it marks the owner Job terminal, then deactivates the Workload at the version it read, says so, and arms
+    the Job's TTL cleanup.  No autoscaler runs, so Kueue has nothing to write meanwhile.  The race scenario only ever
+    shows its 409: a coverage run at 2163cb1 found the line of a deactivation that went through never said."""
+    name, job, wl = submit("1s")
+    key = f"{NS}/{name}"
+    past_deadline(job)
+    c = controller(protocol="legacy")
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        after = c.reconcile(key)
+    lines = said(caplog, key)
+    assert routing.legacy_commit_line(key, False).removeprefix(f"deadline {key}: ") in lines, lines
+    assert 0 < after <= TTL, after                    # the TTL cleanup armed, waiting
+    live = observe.snapshot(k, NS, name)
+    assert live.workload["spec"]["active"] is False and workloads.committed_timeout(live.workload)
+    assert jobs.mirrored(live.job) and jobs.cleanup_after(live.job) is not None
 
 
 def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_urgent_tier(submit, k, controller,
