@@ -16,7 +16,7 @@ from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
 from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, CA_STATUS_KEY, GANG_OTHER_PREFIX, MARKER, PARAM_TTL_SECONDS,
-                      PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
+                      POOL_TABLE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
 from k8s.errors import ApiError
 from k8s.objects import condition, is_true, parse_time
 from k8s.tape import Tape, by_revision
@@ -664,8 +664,15 @@ def test_fake_ca_refuses_a_cluster_without_the_demo_marker(k, kubeconfig, ctx):
 def test_nodes_that_never_boot_are_removed_and_back_the_pool_off(clean, by_hand, k, own_fake_ca):
     """clusterstate: nodes not Ready within --max-node-provision-time are removed, the node group backs off,
     and while it is backed off every request for it gets CapacityIsNotFound; afterwards a scale-up works."""
-    own_fake_ca("--max-node-provision-time", "4s", "--initial-node-group-backoff", "8s", "--initial-backoff", "1s",
-                "--booking", "8s")
+    c = own_fake_ca("--max-node-provision-time", "4s", "--initial-node-group-backoff", "8s", "--initial-backoff", "1s",
+                    "--booking", "8s")
+    # it said at its start the pool table it published and the settings it runs with, these flags among them
+    said = c.messages()
+    table = re.escape(f"fake-ca: published pool table {POOL_TABLE[0]}/{POOL_TABLE[1]}: ")
+    assert [m for m in said if re.fullmatch(table + r"gpupool \(\d+\.\.\d+ nodes, boot \d+s\)(, .+)?", m)], said[:6]
+    options = [m for m in said if m.startswith("fake-ca: one ProvisioningRequest per loop, ")]
+    assert options and all(f in options[0] for f in ("node-group backoff 8..", "max node provision time 4s",
+                                                     "booking 8s", "loops paced as the real CA's (--pace)")), said[:6]
     first = by_hand(1, params={"fakeCABootSeconds": "never"})
     wait_for(lambda: cond(k, first["metadata"]["name"]).get("Provisioned", ("",))[0] == "True", 30,
              what="Provisioned=True")
@@ -674,6 +681,9 @@ def test_nodes_that_never_boot_are_removed_and_back_the_pool_off(clean, by_hand,
     assert made[0]["metadata"]["annotations"]["fake-ca.tau-demo.io/boots-at"] == "never"
     wait_for(lambda: not [n for n in nodes_of(k, first["metadata"]["uid"]) if not n["metadata"].get("deletionTimestamp")],
              30, what="the never-booting node removed")
+    node = made[0]["metadata"]["name"]
+    assert [m for m in c.messages() if m.startswith("scale-up timed out: ") and m.endswith(f" ({node})")], \
+        "the fake did not say why it removed the node"
     assert cond(k, first["metadata"]["name"])["Provisioned"][0] == "True", "the real CA never touches it again"
     st = wait_for(lambda: group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
                                         "gpupool"), 10, what="Backoff in cluster-autoscaler-status")
