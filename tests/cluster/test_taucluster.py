@@ -32,24 +32,21 @@ from demo.jobs.preflight import Gang
 from demo.jobs.submit import run_preflight
 from demo.taucluster import plan as P
 from demo.taucluster import patches
-from demo.taucluster.controller import TauClusterController
+from demo.taucluster.controller import KINDS, TauClusterController
 from demo.taucluster.profile import BadProfile, objects, parse_profile
 from k8s import heartbeat
 from k8s import taucluster as tauclusters_
 from k8s.keys import (DEMO_NAMESPACE, DEMO_TAUCLUSTER, GPU, MODE_ADOPT, MODE_MANAGE, PROFILE, SERVICE_ACCOUNTS,
                       TAUCLUSTER_FINALIZER, TAUCLUSTER_LABEL, TAUCLUSTER_LEASE)
 from k8s.objects import labels, meta, spec
-from k8s.resources import (ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE, PROVREQ_CONFIG, RESOURCE_FLAVOR,
-                           SUBJECT_ACCESS_REVIEW, TAUCLUSTER)
+from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, SUBJECT_ACCESS_REVIEW, TAUCLUSTER
 from k8s.paths import REPO
 from k8s.quantity import parse_quantity_exact
 from k8s.watch import Watch
 from scenarios.kit import catalogue
+from scenarios.kit.controllers import LOG_MESSAGE
 from scenarios.taucluster.stories import gpu_quota, profile_raw
 from tests.cluster.conftest import in_force, refusing_policy, wait_for
-
-KINDS = {r.kind: r for r in (RESOURCE_FLAVOR, PROVREQ_CONFIG, ADMISSION_CHECK, CLUSTER_QUEUE, LOCAL_QUEUE)}
-
 
 @pytest.fixture(scope="module")
 def controller(k, demo_cluster, taucluster_crd) -> State:
@@ -125,6 +122,8 @@ def test_killed_while_making_a_profile_it_converges_from_the_cluster_and_preflig
     assert code == 0 and lines[0].startswith("preflight: not taking TauCluster demo's status at its word: its "
                                              "controller is not running"), lines
     assert lines[1] == "preflight: profile gpu-a100-8 ProvisioningReady=True", lines
+    log = setup.controller_files(controller)[1]
+    before = len(log.read_bytes())
     assert setup.start_controller(controller), "it was running again already"
     wait_for(lambda: tauclusters_.ready_condition(k.get(TAUCLUSTER, name), p.name).get("status") == "True"
              if tauclusters_.ready_condition(k.get(TAUCLUSTER, name), p.name) else False, 60,
@@ -136,6 +135,10 @@ def test_killed_while_making_a_profile_it_converges_from_the_cluster_and_preflig
     wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
         k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
              what="deleted clean")
+    # the controller started again said what it watches, and then that the TauCluster is gone, each line whole
+    said = LOG_MESSAGE.findall(log.read_bytes()[before:].decode(errors="replace"))
+    assert patches.watching_line(list(KINDS)) in said, said[-12:]
+    assert patches.finalized_line(name) in said, said[-12:]
 
 
 @contextlib.contextmanager
