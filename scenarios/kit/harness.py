@@ -23,7 +23,7 @@ from k8s import workload as workloads
 from k8s.client import Kube
 from k8s.errors import NotFound
 from demo.cluster import procs, slots
-from k8s.objects import deleting, is_true, meta
+from k8s.objects import deleting, is_true, meta, owned_by
 from k8s.keys import (BOOKING_EXPIRED, DEMO_CLUSTER_QUEUE, DEMO_NAMESPACE, DEMO_POOL, POOL_LABEL, PROFILE, PROVISIONED,
                       SCENARIO_PREFIXES, SPECS_NAMESPACE, TAUCLUSTER_SCENARIO_PREFIX)
 from k8s.paths import RUNS
@@ -228,16 +228,20 @@ class Context:
         job = self.live.get(JOB, name, namespace)
         if job is None:
             return
+        uid = job["metadata"]["uid"]
+        # its Workloads' ProvisioningRequests go after them (the garbage collector's, owned by the Workload)
+        wl_uids = {meta(w)["uid"] for w in self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid))}
         self.k.delete(JOB, name, namespace, propagation="Foreground")
         if not wait:
             return
-        uid = job["metadata"]["uid"]
 
         def left() -> list[tuple[str, dict]]:
             return [(res.kind, o) for res, o in [(JOB, self.live.get(JOB, name, namespace)), *(
-                (WORKLOAD, w) for w in self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid)))] if o]
+                (WORKLOAD, w) for w in self.live.list(WORKLOAD, namespace, selector=workloads.job_selector(uid))), *(
+                (PROVREQ, p) for p in self.live.list(PROVREQ, namespace)
+                if any(owned_by(p, u, controller=False) for u in wl_uids))] if o]
         try:
-            self.wait(lambda: not left(), 60, f"job {name} and its Workload to go")
+            self.wait(lambda: not left(), 60, f"job {name}, its Workload and its requests to go")
         except ScenarioFailed as e:      # what holds them: a finalizer no controller removed, a dependent not gone
             def pod_kind(p: dict) -> str:
                 node = p["spec"].get("nodeName")
