@@ -75,6 +75,11 @@ def nodes_of(k, uid):
     return [n for n in k.list(R.NODE)[0] if (n["metadata"].get("annotations") or {}).get(PROVREQ_UID_ANNOTATION) == uid]
 
 
+def refused_start(line: str) -> str:
+    """The start of one of outbox's failure lines, up to the error it quotes (built with the error "\\0")."""
+    return line.split("\0")[0]
+
+
 NO_NODE_WINDOW = 3.0     # seconds after the fake's decision that "no node for it" is watched on (loops after it)
 
 
@@ -358,7 +363,7 @@ def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_
     hooks.wait_reached(HOOK_DIR, "before-node-taint", node, timeout=90)         # its booking over, unneeded
     k.patch(R.NODE, node, {"metadata": {"labels": {"tau-test/changed": "yes"}}})
     hooks.release(HOOK_DIR, "before-node-taint", node)
-    refused = outbox.node_write_failed_line("tainting", node, Exception("\0")).split("\0")[0]
+    refused = refused_start(outbox.node_write_failed_line("tainting", node, Exception("\0")))
     wait_for(lambda: [m for m in fake_ca.messages() if m.startswith(refused)], 30,
              what=f"the fake to say: {refused}...")
     assert [m for m in fake_ca.messages() if m.startswith(f"{refused}409 Conflict")], \
@@ -383,17 +388,12 @@ def test_a_node_mark_the_apiserver_refuses_is_said_and_made_by_a_later_loop(clea
             "marked before the policy was in force: the test was late"
         loaded(lambda: k.patch(R.NODE, node, {"metadata": {"annotations": {UNNEEDED_ANNOTATION: "probe"}}},
                                dry_run=True))
-        failed = outbox.node_write_failed_line("annotating", node, Exception("\0")).split("\0")[0]
+        failed = refused_start(outbox.node_write_failed_line("annotating", node, Exception("\0")))
         said = wait_for(lambda: [m for m in fake.messages() if m.startswith(failed)], 90,
                         what=f"the fake, its booking over, to say: {failed}...")
         assert "no node may be marked unneeded" in said[0] and said[0].endswith("; the next loop tries again"), said
         assert nodes_of(k, uid), "a node whose mark was refused was deleted"
     wait_for(lambda: not nodes_of(k, uid), 90, what="a later loop to mark the node, then delete it")
-
-
-def refused_start(line: str) -> str:
-    """The start of one of outbox's failure lines, up to the error it quotes (built with the error "\\0")."""
-    return line.split("\0")[0]
 
 
 def refused_once_loaded(k, res, name: str, make) -> Callable[[], object]:
