@@ -311,7 +311,7 @@ class FakeCA:
         self.hooks.reach("before-caches", "fake-ca")
         watches = [store.watch(self.k, res).start() for res, store in
                    ((PROVREQ, self.provreqs), (POD_TEMPLATE, self.templates), (NODE, self.nodes), (POD, self.pods))]
-        if not wait_for_caches(watches, stop, log, "fake-ca"):
+        if not wait_for_caches(watches, stop, log):
             return
         self.publish_pools()
         log.info("%s", outbox.options_line(self.opts))

@@ -166,11 +166,11 @@ def start_synced(watches: list[Watch], timeout: float = 30.0) -> list[Watch]:
     return watches
 
 
-def wait_for_caches(watches: Iterable[Watch], stop: threading.Event, logger: logging.Logger, who: str,
+def wait_for_caches(watches: Iterable[Watch], stop: threading.Event, logger: logging.Logger,
                     say_first: float = 2.0, say_every: float = 10.0) -> bool:
-    """Wait until every watch has listed once, saying (after `say_first` seconds, then every `say_every`) which
-    are still waiting and why; True once all synced, False if stop was set first.  Controllers decide only
-    after True."""
+    """Wait until every watch has listed once, saying in the controller's logger (after `say_first` seconds, then
+    every `say_every`; each line begins with the logger's name, the controller's) which are still waiting and why;
+    True once all synced, False if stop was set first.  Controllers decide only after True."""
     pending = list(watches)
     started = time.monotonic()
     next_say = started + say_first
@@ -180,7 +180,7 @@ def wait_for_caches(watches: Iterable[Watch], stop: threading.Event, logger: log
         now = time.monotonic()
         if pending and now >= next_say:
             logger.warning("%s: waiting for caches to sync (%.0fs so far): %s; not deciding anything until then",
-                           who, now - started, "; ".join(f"{w.what}: {w.last_error or 'no answer yet'}"
+                           logger.name, now - started, "; ".join(f"{w.what}: {w.last_error or 'no answer yet'}"
                                                          for w in pending))
             next_say = now + say_every
     return not pending

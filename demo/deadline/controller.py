@@ -328,7 +328,7 @@ class DeadlineController:
         watches = [self.jobs.watch(self.k, JOB, self.namespace).start(),
                    self.workloads.watch(self.k, WORKLOAD, self.namespace).start(),
                    self.provreqs.watch(self.k, PROVREQ, self.namespace).start()]
-        if not wait_for_caches(watches, stop, log, "deadline"):
+        if not wait_for_caches(watches, stop, log):
             return
         hb = heartbeat.start(self.k, f"{DEADLINE_LEASE_PREFIX}{self.instance}", stop)     # alive = synced
         log.info("deadline: caches synced; ready")

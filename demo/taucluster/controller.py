@@ -150,7 +150,7 @@ class TauClusterController:
         log.info("%s", patches.watching_line(list(KINDS)))
         watches = [self.tauclusters.watch(self.k, TAUCLUSTER).start(),
                    *[self.kueue[kind].watch(self.k, res).start() for kind, res in KINDS.items()]]
-        if not wait_for_caches(watches, stop, log, "taucluster"):
+        if not wait_for_caches(watches, stop, log):
             return
         hb = heartbeat.start(self.k, TAUCLUSTER_LEASE, stop)
         log.info("taucluster: caches synced; ready")

@@ -39,9 +39,9 @@ def test_wait_for_caches_says_which_caches_wait_and_why_until_all_synced(caplog)
     timer2 = threading.Timer(0.9, wls.synced.set)
     timer.start(), timer2.start()
     with caplog.at_level(logging.WARNING):
-        assert wait_for_caches([jobs, wls], stop, logging.getLogger("t"), "deadline", say_first=0.2, say_every=0.3)
+        assert wait_for_caches([jobs, wls], stop, logging.getLogger("deadline"), say_first=0.2, say_every=0.3)
     waiting = [r.getMessage() for r in caplog.records]
-    assert waiting and all("deadline: waiting for caches to sync" in m and "not deciding anything" in m
+    assert waiting and all(m.startswith("deadline: waiting for caches to sync (") and "not deciding anything" in m
                            for m in waiting), waiting
     assert "jobs in demo: no answer yet" in waiting[0] and "workloads in demo: connection refused" in waiting[0]
     assert "jobs in demo" not in waiting[-1] and "workloads in demo" in waiting[-1]     # only those still waiting
@@ -50,5 +50,5 @@ def test_wait_for_caches_says_which_caches_wait_and_why_until_all_synced(caplog)
 def test_wait_for_caches_gives_up_without_deciding_when_stopped():
     stop = threading.Event()
     threading.Timer(0.2, stop.set).start()
-    assert wait_for_caches([unstarted(JOB)], stop, logging.getLogger("t"), "fake-ca", say_first=5) is False
-    assert wait_for_caches([], threading.Event(), logging.getLogger("t"), "x") is True
+    assert wait_for_caches([unstarted(JOB)], stop, logging.getLogger("fake-ca"), say_first=5) is False
+    assert wait_for_caches([], threading.Event(), logging.getLogger("x")) is True
