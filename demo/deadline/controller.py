@@ -118,20 +118,22 @@ class DeadlineController:
                 self.queue.add(key)
 
     def on_provreq(self, typ: str, pr: dict) -> None:
-        """A request changed (taken up, answered, retried, deleted): remember its take-up, and look at its
-        Workload's Job again, whose deadline may now fall elsewhere."""
-        for uid in routing.owner_workload_uids(pr):
-            self._remember(uid, [pr])
-        for key in routing.owner_workload_keys(pr):
+        """A request changed (taken up, answered, retried, deleted): remember its take-up for its Workload, and look
+        at the Workload's Job again, whose deadline may now fall elsewhere."""
+        for key, uid in routing.owner_workloads(pr):
+            self._remember(key, uid, [pr])
             wl = self.workloads.get(key)
             if wl is not None:
                 self.on_workload(Event.MODIFIED, wl)
 
-    def _remember(self, wl_uid: str, provreqs: list[dict]) -> datetime | None:
-        """The earliest take-up of the Workload's requests: what it remembers, or what `provreqs` show if earlier."""
+    def _remember(self, wl_key: str, wl_uid: str, provreqs: list[dict]) -> datetime | None:
+        """The earliest take-up of the Workload's requests: what it remembers, or what `provreqs` show if earlier.
+        Kept only while the Workload is in the cache: the cache drops a deleted Workload before on_workload forgets
+        its take-up under the same lock, so a request's event (or a look) after that deletion never keeps it again."""
         with self._taken_up_lock:
             t = R.taken_up_at(provreqs, self._taken_up.get(wl_uid))
-            if t is not None:
+            wl = self.workloads.get(wl_key)
+            if t is not None and wl is not None and wl["metadata"]["uid"] == wl_uid:
                 self._taken_up[wl_uid] = t
             return t
 
@@ -147,21 +149,22 @@ class DeadlineController:
             return dl.Counting(self.rule, self.outer_factor)
         uid = wl["metadata"]["uid"]
         provreqs = self.provreqs.by_index(uid)
-        return dl.Counting(self.rule, self.outer_factor, tuple(provreqs), self._remember(uid, provreqs))
+        return dl.Counting(self.rule, self.outer_factor, tuple(provreqs), self._remember(name_of(wl), uid, provreqs))
 
     def _enqueue_all(self) -> None:
         for key in self.keys():
             self.queue.add(key)
 
-    def _say_once(self, key: str, d: dl.Decision, job: dict | None) -> None:
-        """Log a no-op decision only when it changes, so resyncs do not flood the log.  A Job gone is forgotten
-        (as on_job forgets it): a look that comes after its deletion must not keep it again."""
+    def _say_once(self, key: str, d: dl.Decision) -> None:
+        """Log a no-op decision only when it changes, so resyncs do not flood the log.  A Job gone from the cache is
+        forgotten, as on_job forgets it: the cache drops a deleted Job before on_job is called, so a look that reads
+        the Job before its deletion, or comes after it, never keeps its words once on_job has forgotten them."""
         gist, line = routing.say(d)
         if self._last.get(key) != gist:
             self._last[key] = gist
             if line:
                 log.info("%s", routing.no_op_line(key, line))
-        if job is None:
+        if self.jobs.get(key) is None:
             self._last.pop(key, None)
 
     def keys(self) -> list[str]:
@@ -213,7 +216,7 @@ class DeadlineController:
             if line:
                 log.info("%s", line)
             else:
-                self._say_once(key, d, job)
+                self._say_once(key, d)
             if d.action == Action.WAIT:
                 self.queue.add(key, after=d.after, urgent=True)
                 self._record_take_up(key, d, job, wl, counting)
@@ -276,8 +279,8 @@ class DeadlineController:
             try:
                 if d.action == Action.DELETE:
                     self.hooks.reach("before-delete", key, uid=job["metadata"]["uid"], resource_version=rv)
-                    self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"],
-                                  resource_version=rv)
+                    # the client's propagation, Background: the garbage collector takes the pods and the Workload
+                    self.k.delete(JOB, name, ns, uid=job["metadata"]["uid"], resource_version=rv)
                     return None
                 patch, after = routing.owner_patch(d, wl, now, self.ttl)       # MIRROR, ARM_CLEANUP, UNMARK
                 self.jobs.put(self.k.patch(JOB, name, patch, ns, resource_version=rv))
@@ -313,7 +316,7 @@ class DeadlineController:
             elif d.action == Action.ARM_CLEANUP:
                 self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns)
             elif d.action == Action.DELETE:
-                self.k.delete(JOB, name, ns, propagation="Background", uid=job["metadata"]["uid"])
+                self.k.delete(JOB, name, ns, uid=job["metadata"]["uid"])
                 return None
         return 0.2
 

@@ -53,9 +53,11 @@ def owner_workload_uids(pr: dict) -> list[str]:
     return [r["uid"] for r in _workload_owners(pr) if r.get("uid")]
 
 
-def owner_workload_keys(pr: dict) -> list[str]:
-    """The keys ("namespace/name") of the Workloads that own a ProvisioningRequest, in its namespace."""
-    return [f"{meta(pr).get('namespace')}/{r['name']}" for r in _workload_owners(pr) if r.get("name")]
+def owner_workloads(pr: dict) -> list[tuple[str, str]]:
+    """The key ("namespace/name", in the request's namespace) and the uid of each Workload that owns a
+    ProvisioningRequest."""
+    return [(f"{meta(pr).get('namespace')}/{r['name']}", r["uid"]) for r in _workload_owners(pr)
+            if r.get("name") and r.get("uid")]
 
 
 def owner_job_uids(wl: dict) -> list[str]:

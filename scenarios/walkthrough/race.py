@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 
+from demo.deadline.routing import LEGACY_WARNING
 from demo.timeline import svg
 from k8s import hooks
 from k8s import job as jobs
@@ -135,6 +136,8 @@ def scenario_legacy(ctx: Context) -> None:
     ctx.header("Race 3: the same interleaving under the reviewed design's protocol (legacy), then fixed")
     ctx.step("LEGACY: mark the owner terminal, then deactivate, then TTL cleanup")
     f = admission_wins(ctx, "legacy")
+    ctx.check(LEGACY_WARNING in f["log"], "the controller said at its start that it runs the LEGACY protocol, "
+                                          "only to reproduce this bug")
     ctx.check(f["admitted"] and f["started"], "Kueue admitted the Workload and unsuspended the Job: its pods were "
                                              "created and waited for the nodes to boot")
     ctx.check(f["marked"], "BUG REPRODUCED: the admitted, running Job was marked AdmissionTimeout")

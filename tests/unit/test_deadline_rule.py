@@ -410,8 +410,10 @@ def test_the_commit_records_its_cause_on_the_workload():
 def test_a_request_is_indexed_by_its_workloads_uid_and_leads_to_its_workload():
     pr = taken(5)
     assert routing.owner_workload_uids(pr) == [K.WL_UID]
-    assert routing.owner_workload_keys(pr) == [f"{K.NS}/{K.WL_NAME}"]
+    assert routing.owner_workloads(pr) == [(f"{K.NS}/{K.WL_NAME}", K.WL_UID)]
     foreign = {**pr, "metadata": {**pr["metadata"], "ownerReferences": [
         {"kind": "Job", "name": "x", "uid": "u1"}, {"kind": "Workload", "name": "", "uid": ""}]}}
-    assert routing.owner_workload_uids(foreign) == [] and routing.owner_workload_keys(foreign) == []
+    assert routing.owner_workload_uids(foreign) == [] and routing.owner_workloads(foreign) == []
+    for half in ({"kind": "Workload", "name": "w"}, {"kind": "Workload", "uid": "u2"}):
+        assert routing.owner_workloads({**pr, "metadata": {**pr["metadata"], "ownerReferences": [half]}}) == []
     assert routing.owner_workload_uids({"metadata": {}}) == []
