@@ -51,14 +51,20 @@ def configmap(doc: dict, now: datetime) -> dict:
                           data={CA_STATUS_KEY: yaml.safe_dump({"time": format_time(now), **doc}, sort_keys=False)})
 
 
-def group_backoff(cm: dict | None, pool: str) -> dict | None:
-    """The scaleUp entry of `pool` if it is backed off, read from a status ConfigMap; None otherwise."""
+def document_of(cm: dict | None) -> dict:
+    """The document a status ConfigMap holds (its time included), as either autoscaler wrote it; {} when there is
+    none, or it is no YAML mapping."""
     text = ((cm or {}).get("data") or {}).get(CA_STATUS_KEY)
     try:
         doc = yaml.safe_load(text) if text else {}
     except yaml.YAMLError:
-        return None
-    for g in doc.get("nodeGroups") or [] if isinstance(doc, dict) else []:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def group_backoff(cm: dict | None, pool: str) -> dict | None:
+    """The scaleUp entry of `pool` if it is backed off, read from a status ConfigMap; None otherwise."""
+    for g in document_of(cm).get("nodeGroups") or []:
         if isinstance(g, dict) and g.get("name") == pool and (g.get("scaleUp") or {}).get("status") == GROUP_BACKOFF:
             return g["scaleUp"]
     return None

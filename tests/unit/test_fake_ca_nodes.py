@@ -226,6 +226,15 @@ def test_group_backoff_is_read_back_only_for_a_backed_off_group_of_a_well_formed
     assert status.group_backoff(None, "a") is None and status.group_backoff({}, "a") is None
 
 
+def test_a_status_configmap_reads_back_as_the_document_written_with_its_time_and_as_nothing_when_malformed():
+    a, b = two_pools()
+    doc = status.status_document([a, b], [], {}, at(20))
+    assert status.document_of(status.configmap(doc, at(20))) == {"time": "2026-12-01T10:00:20Z", **doc}
+    for cm in (None, {}, {"data": None}, {"data": {}}, {"data": {"status": ""}}, {"data": {"other": "time: x"}},
+               {"data": {"status": "{unclosed"}}, {"data": {"status": "- a\n- b\n"}}, {"data": {"status": "just text"}}):
+        assert status.document_of(cm) == {}, cm
+
+
 # ---------------------------------------------------------------------------- the delay after the ToBeDeleted taint
 
 def tainted(n: dict, value: str) -> dict:
