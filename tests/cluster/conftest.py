@@ -36,7 +36,7 @@ from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.kit.controllers import DEMO_FAKE_CA, LOG_MESSAGE, ensure_controller, stop_started
 from k8s import poll
-from scenarios.kit import runner
+from scenarios.kit import catalogue, runner
 from scenarios.kit.harness import Context, ScenarioFailed
 
 NAME = os.environ.get("TAU_DEMO_TEST_CLUSTER", "tau-test")
@@ -63,9 +63,9 @@ CLUSTER_TEST_TIMEOUT = int(os.environ.get("TAU_DEMO_TEST_TIMEOUT", "900"))
 # undrained for 240 s; alone, the same test passed in 133 s).
 SHARD = os.environ.get("TAU_DEMO_TEST_SHARD", "")           # "1/3", "2/3" or "3/3"; "" runs every file
 SHARDS = 3
-SHARD_OF = {"test_fake_ca.py": 2, "test_multikueue.py": 2, "test_faults.py": 2, "test_scenarios.py": 2,
+SHARD_OF = {"test_fake_ca.py": 2, "test_multikueue.py": 2, "test_faults.py": 2,
             "test_foundation.py": 2,
-            "test_kueue_specs.py": 3, "test_deadline_controller.py": 3, "test_deadline_rule.py": 3, "test_taucluster_crd.py": 3,
+            "test_kueue_specs.py": 3, "test_scenarios.py": 3, "test_deadline_controller.py": 3, "test_deadline_rule.py": 3, "test_taucluster_crd.py": 3,
             "test_taucluster.py": 2, "test_ui.py": 3, "test_bad_input_cluster.py": 3, "test_client_retry.py": 3,
             "test_interrupts.py": 3}
 
@@ -401,6 +401,16 @@ def own_fake_ca(k, no_autoscaler):
         c.stop()
         SESSION_CTX[0].started.remove(c)
     wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="the test's fake-ca gone")
+
+
+def scenario_passes(ctx: Context, name: str) -> None:
+    """Run the catalogue's scenario `name` on ctx from no checks at all (an earlier test's, failed, left none to
+    read): it must make checks, and each must pass."""
+    ctx.checks.clear()
+    ctx.verdicts.clear()
+    catalogue.by_name()[name].run(ctx)
+    failed = [c.what for c in ctx.checks if not c.ok]
+    assert ctx.checks and not failed, failed
 
 
 @pytest.fixture

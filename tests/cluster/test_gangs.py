@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from scenarios.kit import catalogue
+from tests.cluster.conftest import scenario_passes
 
 GANGS = catalogue.members("gangs")
 
@@ -20,7 +21,4 @@ def test_the_group_has_its_scenario():
 
 @pytest.mark.parametrize("name", GANGS)
 def test_gangs_scenario(clean, name):
-    clean.checks.clear()
-    catalogue.by_name()[name].run(clean)
-    failed = [c.what for c in clean.checks if not c.ok]
-    assert clean.checks and not failed, failed
+    scenario_passes(clean, name)

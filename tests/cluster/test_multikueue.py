@@ -27,7 +27,7 @@ from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS
 from scenarios.kit import catalogue
 from scenarios.kit.controllers import ensure_controller, stop_started
 from scenarios.kit.harness import Context
-from tests.cluster.conftest import BACKEND
+from tests.cluster.conftest import BACKEND, scenario_passes
 
 pytestmark = pytest.mark.skipif(BACKEND != "kwok", reason="MultiKueue on one machine is kwok-only (docs/multikueue.md): "
                                 "`cluster up --multikueue --backend kind` is refused")
@@ -111,9 +111,4 @@ def test_a_plain_cluster_up_over_the_manager_is_refused_and_changes_nothing(trio
 
 @pytest.mark.parametrize("name", GROUP)
 def test_multikueue_scenario(manager_ctx, name):
-    ctx = manager_ctx
-    ctx.checks.clear()
-    ctx.verdicts.clear()
-    catalogue.by_name()[name].run(ctx)
-    failed = [c.what for c in ctx.checks if not c.ok]
-    assert ctx.checks and not failed, failed
+    scenario_passes(manager_ctx, name)

@@ -6,22 +6,16 @@ import pytest
 
 from scenarios.kit import catalogue
 from scenarios.walkthrough import race
+from tests.cluster.conftest import scenario_passes
 
 RACES = catalogue.members("race")
 ONCE = [n for n in catalogue.members("all") if n not in RACES]
 
 
-def run(ctx, name):
-    ctx.checks.clear()
-    catalogue.by_name()[name].run(ctx)
-    failed = [c.what for c in ctx.checks if not c.ok]
-    assert ctx.checks and not failed, failed
-
-
 @pytest.mark.walkthrough
 @pytest.mark.parametrize("name", ONCE)
 def test_walkthrough_scenario(clean, name):
-    run(clean, name)
+    scenario_passes(clean, name)
 
 
 # round 1 is the walkthrough's own run, rounds 2 and 3 repeat it (./test.sh runs all three; .ci/run none: its
@@ -31,7 +25,7 @@ def test_walkthrough_scenario(clean, name):
                                     pytest.param(3, marks=pytest.mark.repeat)])
 @pytest.mark.parametrize("name", RACES)
 def test_race_scenarios_repeatedly(clean, name, round_):
-    run(clean, name)
+    scenario_passes(clean, name)
 
 
 @pytest.mark.parametrize("point", ["after-commit", "after-mirror", "after-arm"])

@@ -16,7 +16,7 @@ from k8s.keys import REAL_CA_LEASE
 from scenarios.kit import catalogue
 from scenarios.kit.controllers import start_private
 from scenarios.kit.harness import Context
-from tests.cluster.conftest import wait_for
+from tests.cluster.conftest import scenario_passes, wait_for
 
 AUTOSCALER_REPORTS = ["upstream-9805", "upstream-9490"]      # kubernetes/autoscaler#9805, #9490: run under the real CA
 UPSTREAM = [n for n in catalogue.members("upstream") if n not in AUTOSCALER_REPORTS]
@@ -29,14 +29,9 @@ REPRODUCES_UNDER_REAL = {"upstream-9805": True, "upstream-9490": False}
 
 @pytest.mark.parametrize("name", UPSTREAM)
 def test_upstream_report(clean, name):
-    scenario = catalogue.by_name()[name]
-    clean.checks.clear()
-    clean.verdicts.clear()
-    scenario.run(clean)
-    failed = [c.what for c in clean.checks if not c.ok]
-    assert clean.checks and not failed, failed
+    scenario_passes(clean, name)
     [v] = clean.verdicts
-    assert v.number == scenario.report.number and v.evidence and v.layer
+    assert v.number == catalogue.by_name()[name].report.number and v.evidence and v.layer
     if name in ALWAYS_REPRODUCES:
         assert v.reproduced, v.evidence
 
