@@ -21,7 +21,6 @@ from k8s.objects import condition, is_true, meta, parse_time
 from k8s.tape import Tape, by_revision
 from fake_ca import outbox
 from fake_ca import status
-from fake_ca.status import group_backoff
 from scenarios.kit.harness import NS
 from scenarios.walkthrough.half_gang import other_pod
 from tests.cluster.conftest import (HOOK_DIR, in_force, refusing_an_added_annotation, refusing_policy,
@@ -480,8 +479,8 @@ def test_a_status_configmap_the_apiserver_refuses_is_said_and_written_by_a_later
     """The fake writes kube-system/cluster-autoscaler-status when it changed (a node came); while a
     ValidatingAdmissionPolicy makes the apiserver refuse that write, the fake says so, quoting the refusal; once the
     policy is gone a later loop writes it.  (The coverage run at 2163cb1 found this branch never taken.)  Over the
-    loops after it, no write repeats the document before it (the sample at 4e0423d drew `publish_status__mutmut_13`,
-    a write at every loop, which no test counted)."""
+    loops after it, no write repeats the document before it (the draw of seed 8 at 4e0423d held
+    `publish_status__mutmut_13`, a write at every loop, which no test counted)."""
     fake = session_fake(clean)
     since = len(fake.messages())            # its log holds what earlier sessions' fakes said too
     refusal = refusing_policy(f"refuse-ca-status-{unique}", "", "configmaps", "UPDATE",
@@ -703,7 +702,7 @@ def test_nodes_that_never_boot_are_removed_and_back_the_pool_off(clean, by_hand,
     assert [m for m in c.messages() if m.startswith("scale-up timed out: ") and m.endswith(f" ({node})")], \
         "the fake did not say why it removed the node"
     assert cond(k, first["metadata"]["name"])["Provisioned"][0] == "True", "the real CA never touches it again"
-    st = wait_for(lambda: group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
+    st = wait_for(lambda: status.group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
                                         "gpupool"), 10, what="Backoff in cluster-autoscaler-status")
     assert st["backoffInfo"]["errorCode"] == "timeout"           # as clusterstate.go records a node that never registered
     assert st["backoffInfo"]["errorMessage"].startswith("Scale-up timed out for node group gpupool after ")
@@ -747,7 +746,7 @@ def test_a_node_create_refused_by_the_apiserver_rolls_the_scale_up_back(clean, b
         # the status ConfigMap is written at the end of the loop that rolled back (after its scale-down pass), so
         # it may lag the condition by a moment; the group's backoff lasts 10s (long enough for the polls before
         # this one on a loaded machine), this poll looks every 0.1s
-        st = wait_for(lambda: group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
+        st = wait_for(lambda: status.group_backoff(k.get_or_none(R.CONFIG_MAP, "cluster-autoscaler-status", "kube-system"),
                                             "gpupool"), 10, interval=0.1, what="the node group's backoff in the status ConfigMap")
         assert st["backoffInfo"]["errorCode"] == "cloudProviderError"      # as executor.go records it
         assert st["backoffInfo"]["errorMessage"].startswith(f"failed to increase node group size: {refused}: ")
