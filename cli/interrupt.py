@@ -2,7 +2,9 @@
 `kill` send) and SIGHUP (a closed terminal) each end every wait of the run at once (k8s/poll.cancel), stop the
 controllers the run started, remove what the harness made (scenarios/kit/runner.clean) and exit 128 + the signal's
 number: 130, 143, 129.  During that cleanup SIGTERM and SIGHUP are ignored and a second Ctrl-C abandons it,
-saying which command removes what is left.
+saying which command removes what is left.  A signal the command was started ignoring stays ignored for its whole
+run, as the Unix tools do: `nohup` ignores SIGHUP, a non-interactive shell's background job SIGINT (`cmd &` in a
+script); before the command could handle it, Python ignored it already.
 
     with cleaning_on_interrupt("scenario run", kubeconfig, context):
         ... the command's work ...
@@ -40,6 +42,12 @@ def exit_code(signum: int) -> int:
 _received: list[int] = []          # the signals that interrupted the run, in order
 
 
+def handled(dispositions: dict[int, object]) -> list[int]:
+    """Of SIGNALS, those whose disposition (signal.getsignal's answer) is not SIG_IGN: the ones the command
+    handles.  A signal ignored when the command starts (nohup, a background job of a script) stays ignored."""
+    return [s for s in SIGNALS if dispositions.get(s) != signal.SIG_IGN]
+
+
 def _raise(signum, frame) -> None:
     _received.append(signum)
     poll.cancel()                     # every wait of every thread ends now; this thread unwinds from here
@@ -53,7 +61,7 @@ def on_interrupt(command: str, undo: Callable[[str, int], None] | None, cleans: 
     is left when a second Ctrl-C abandons the undo."""
     before = {s: signal.getsignal(s) for s in SIGNALS}
     _received.clear()
-    for s in SIGNALS:
+    for s in handled(before):
         signal.signal(s, _raise)
     try:
         yield
@@ -78,10 +86,11 @@ def cleaning_on_interrupt(command: str, kubeconfig: str | None, context: str | N
 
 def _undoing(command: str, signum: int, undo: Callable[[str, int], None], cleans: str = "") -> None:
     """undo(), with SIGTERM and SIGHUP ignored meanwhile and a second Ctrl-C abandoning it, and every wait
-    waiting again."""
+    waiting again.  (A Ctrl-C ignored from the start stays ignored.)"""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     poll.resume()                     # the cleanup's own waits wait
     try:
         undo(command, signum)

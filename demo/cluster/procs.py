@@ -72,6 +72,14 @@ def spawn(argv: list[str], pidfile: Path, logfile: Path, env: dict | None = None
     return proc.pid
 
 
+def as_from_a_terminal() -> None:
+    """A child's preexec_fn: SIGINT, SIGTERM and SIGHUP at their defaults, as a terminal's foreground job starts,
+    whatever this process ignores (a test runner that a script started with `&` ignores SIGINT, and so would its
+    children: cli/interrupt.handled)."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def stop(pidfile: Path, timeout: float = 10.0, sig: int = signal.SIGTERM) -> bool:
     """Stop the process of pidfile (TERM, then KILL after timeout).  True if one was running."""
     pid = read_pid(pidfile)

@@ -37,7 +37,10 @@ _RUNNING_LOCK = threading.Lock()
 
 
 def controller_args(ctx: Context, args: list[str]) -> list[str]:
-    out = list(args) + list(ctx.extra_args.get(args[0], []))
+    """The command line of a controller `args[0]`: the context's extra flags for its kind first, then the caller's
+    own, which win where both give a flag (the last one given counts): a test's own fake given `--booking 1s` runs
+    with it, not with the session's `--booking 8s`."""
+    out = [args[0], *ctx.extra_args.get(args[0], []), *args[1:]]
     if ctx.impersonate and args[0] in SERVICE_ACCOUNTS:     # the real CA runs with the kubeconfig's identity
         out += ["--as", SERVICE_ACCOUNTS[args[0]]]
     return out

@@ -14,8 +14,9 @@ from demo.jobs.render import job_template, new_name, render_job
 from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
-from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_TTL_SECONDS,
-                      POOL_TABLE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
+from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_BOOT_SECONDS,
+                      PARAM_TTL_SECONDS, POOL_TABLE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT,
+                      UNNEEDED_ANNOTATION)
 from k8s.errors import ApiError
 from k8s.objects import condition, is_true, meta, parse_time
 from k8s.tape import Tape, by_revision
@@ -545,6 +546,38 @@ def test_a_tainted_node_needed_again_is_untainted_and_says_so(clean, by_hand, k,
     finally:
         k.delete(R.POD, pod, NS)
     wait_for(lambda: not nodes_of(k, uid), 90, what="the node to go once the pod is gone")
+
+
+DELAY_AFTER_ADD = 15.0   # seconds: the cooldown test's --scale-down-delay-after-add, far past booking + unneeded (2 s)
+
+
+def test_no_deletion_starts_within_the_delay_after_a_scale_up_and_the_node_goes_after_it(clean, by_hand, k,
+                                                                                        own_fake_ca):
+    """As the real autoscaler's isScaleDownInCooldown: after a scale-up no deletion starts (no ToBeDeleted taint, no
+    delete) for --scale-down-delay-after-add, though the node is unneeded long before; then the node goes.  Every
+    other test runs the fake with that delay at 0 s: the ninth sample (seed 9, at 115509d) drew
+    `scale_down__mutmut_45`, the cooldown never passed to the scale-down, which survived.  Checked over the whole
+    window, on every change the watch delivered: the first that starts the deletion comes at the delay or later.
+    (The test's --booking is its own since controller_args puts the caller's flags last: the session's
+    `--booking 8s` came after them and won, so a test's own fake never ran with the booking it gave.)"""
+    own_fake_ca("--booking", "1s", "--scale-down-unneeded", "1s", "--scale-down-delay-after-add",
+                f"{DELAY_AFTER_ADD:.0f}s")
+    with Tape(k, (R.NODE,)) as tape:
+        pr = by_hand(1, params={PARAM_BOOT_SECONDS: "0"})      # Ready at once: unneeded 2 s after it is made
+        uid = pr["metadata"]["uid"]
+        wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")
+        [node] = nodes_of(k, uid)
+        name = node["metadata"]["name"]
+        made = parse_time(node["metadata"]["creationTimestamp"]).timestamp()   # the scale-up ended after it
+        wait_for(lambda: not nodes_of(k, uid), DELAY_AFTER_ADD + 60, what="the node gone after the delay")
+
+    def starts_deletion(typ: str, n: dict) -> bool:
+        taints = (n.get("spec") or {}).get("taints") or []
+        return typ == "DELETED" or any(t.get("key") == TO_BE_DELETED_TAINT for t in taints)
+    [start, *_] = [t for t, typ, n in tape.of(name) if starts_deletion(typ, n)]
+    # creationTimestamp is whole seconds, at or before the create: the delay counts from after it
+    assert start - made >= DELAY_AFTER_ADD - 1, \
+        f"the node's deletion started {start - made:.1f}s after it was made, within the {DELAY_AFTER_ADD:.0f}s delay"
 
 
 WAKE_SCAN = 60          # seconds: the wake test's scan interval, far longer than the test's bounds

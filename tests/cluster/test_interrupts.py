@@ -63,8 +63,11 @@ def interrupted(argv: list[str], env: dict, what: str, sig: int, moment: float, 
     """Run argv, send `sig` `moment` seconds in; its exit code and output.  pytest.fail if it ended by itself
     before the moment (then the test would interrupt nothing) or did not exit after the signal."""
     with open(log, "wb") as out:
+        # as a user's terminal starts it: CI's cluster sessions run side by side as background jobs of a script,
+        # which ignore SIGINT, and a command started ignoring a signal keeps ignoring it (cli/interrupt.handled)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                                start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1", **env))
+                                start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1", **env),
+                                preexec_fn=procs.as_from_a_terminal)
         try:
             proc.wait(moment)
             pytest.fail(f"{what} ended by itself (exit {proc.returncode}) before {moment:.1f}s:\n"

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from cli.interrupt import exit_code
+from cli.interrupt import SIGNALS, exit_code, handled
+from demo.cluster.procs import as_from_a_terminal
 from k8s import poll
 from scenarios.kit.runner import CLEAN_COMMAND
 
@@ -68,6 +69,14 @@ def test_an_explicit_sleep_is_not_cancelled():
     assert poll.eventually(lambda: calls.append(1) or len(calls) >= 3, 5, 0.01, sleep=time.sleep)
 
 
+def test_a_signal_ignored_at_the_start_stays_ignored_and_the_others_are_handled():
+    dfl, ign, own = signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler
+    assert handled({signal.SIGINT: own, signal.SIGTERM: dfl, signal.SIGHUP: dfl}) == list(SIGNALS)
+    assert handled({signal.SIGINT: own, signal.SIGTERM: dfl, signal.SIGHUP: ign}) == [signal.SIGINT, signal.SIGTERM]
+    assert handled({signal.SIGINT: ign, signal.SIGTERM: dfl, signal.SIGHUP: dfl}) == [signal.SIGTERM, signal.SIGHUP]
+    assert handled({s: ign for s in SIGNALS}) == []
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_the_exit_code_is_the_shells_for_the_signal(sig, code):
     assert exit_code(sig) == code
@@ -104,7 +113,7 @@ CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_ends_the_run_and_its_threads_waits_and_exits_with_its_code(sig, cleanup, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "no-such-kubeconfig"), cleanup], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=as_from_a_terminal)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(sig)
     out = proc.communicate(timeout=30)[0]
@@ -119,7 +128,7 @@ def test_a_command_that_makes_nothing_says_so_and_exits_as_interrupted(tmp_path)
     child = CHILD.replace('cleaning_on_interrupt("the child", sys.argv[1], None)',
                           'cleaning_on_interrupt("the child", sys.argv[1], None, makes=False)')
     proc = subprocess.Popen([sys.executable, "-c", child, str(tmp_path / "no-such-kubeconfig"), "waits"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=as_from_a_terminal)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGTERM)
     out = proc.communicate(timeout=30)[0]
@@ -145,7 +154,7 @@ with on_interrupt("the child", undo, cleans=sys.argv[1]):
 @pytest.mark.parametrize("cleans", ["tau-demo fleet clean", ""])
 def test_a_second_ctrl_c_abandons_the_undo_and_names_the_command_that_cleans(cleans):
     proc = subprocess.Popen([sys.executable, "-c", SLOW_UNDO, cleans], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=as_from_a_terminal)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGTERM)
     assert proc.stdout.readline().strip() == "undoing"
@@ -155,3 +164,22 @@ def test_a_second_ctrl_c_abandons_the_undo_and_names_the_command_that_cleans(cle
     assert proc.returncode == 143, out                 # the first signal's code
     want = "  the child: cleanup abandoned" + (f": `{cleans}` removes what is left" if cleans else "")
     assert out.rstrip().splitlines()[-1] == want, out
+
+
+def _nohup() -> None:
+    as_from_a_terminal()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)      # what `nohup` does before it starts the command
+
+
+@pytest.mark.subprocess
+def test_a_command_started_under_nohup_runs_on_when_its_terminal_closes_and_is_interrupted_by_sigterm(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "no-such-kubeconfig"), "does not wait"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_nohup)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGHUP)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(1.5)                                 # SIGHUP ignored, as nohup asked: it runs on
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 143, out
+    assert "the child: interrupted (SIGTERM)" in out and "SIGHUP" not in out, out

@@ -223,3 +223,15 @@ def test_a_controllers_messages_are_read_whole_so_a_line_inside_a_longer_one_is_
     assert c.messages() == ["fake-ca: caches synced; ready", "XXscale-down: deleting n-1: unneededXX"]
     assert "scale-down: deleting n-1: unneeded" in c.log_text()
     assert "scale-down: deleting n-1: unneeded" not in c.messages()
+
+
+def test_a_controllers_own_flags_win_over_the_contexts_extra_flags_for_its_kind():
+    # the cluster tests' session gives every fake `--booking 8s`; a test's own fake given `--booking 1s` must run
+    # with 1 s (click takes the last of a flag given twice): before, the session's came last, and won
+    from scenarios.kit.controllers import controller_args
+    ctx = context()
+    ctx.extra_args = {"fake-ca": ["--booking", "8s", "--hook-dir", "/h"]}
+    args = controller_args(ctx, ["fake-ca", "--booking", "1s", "--scale-down-delay-after-add", "15s"])
+    assert args == ["fake-ca", "--booking", "8s", "--hook-dir", "/h", "--booking", "1s",
+                    "--scale-down-delay-after-add", "15s"]
+    assert controller_args(ctx, ["deadline", "--class", "c"])[:3] == ["deadline", "--class", "c"]
