@@ -9,6 +9,7 @@ TAU_DEMO_INTERRUPT_SEED replays a run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -102,6 +103,17 @@ def test_an_interrupted_command_exits_as_interrupted_and_leaves_nothing(name, ku
     ctx = runner.make_context(kubeconfig, None, True)
     assert runner.made_by_harness(ctx) == [], "the cluster is clean before the first interrupt"
     before = ours(kubeconfig)
+    try:
+        interrupt_each(name, kubeconfig, k, ctx, rng, before, tmp_path)
+    finally:
+        # a command that failed a check (or was killed) may leave controllers and objects: the next test meets none
+        for pid in ours(kubeconfig) - before:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        runner.clean(ctx)
+
+
+def interrupt_each(name: str, kubeconfig: str, k, ctx, rng: random.Random, before: set[int], tmp_path: Path) -> None:
     for i in range(INTERRUPTS):
         sig, moment = SIGNALS[(i + list(COMMANDS).index(name)) % len(SIGNALS)], rng.uniform(EARLIEST, LATEST)
         what = f"{name}, {signal.Signals(sig).name} at {moment:.1f}s (interrupt {i + 1} of {INTERRUPTS})"
