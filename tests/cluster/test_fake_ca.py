@@ -14,7 +14,7 @@ from demo.jobs.render import job_template, new_name, render_job
 from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
-from k8s.keys import (BOOTS_AT_ANNOTATION, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_BOOT_SECONDS,
+from k8s.keys import (BOOTS_AT_ANNOTATION, CA_FIELD_MANAGER, CA_STATUS, GANG_OTHER_PREFIX, MARKER, PARAM_BOOT_SECONDS,
                       PARAM_TTL_SECONDS, POOL_TABLE, PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT,
                       UNNEEDED_ANNOTATION)
 from k8s.errors import ApiError
@@ -197,6 +197,12 @@ def test_request_over_the_pools_max_creates_zero_nodes(node_changes, by_hand, k)
     assert "Failed" not in c
     # the decision was made and written in one loop: no node was requested before it, none after
     assert nodes_ever_made(node_changes, pr["metadata"]["uid"]) == []
+    # each status write under the real autoscaler's field manager, updates and applies alike: the conformance probes
+    # compare the writers with the real one's (the tenth sample's `_write__mutmut_22` sent its updates with no
+    # field manager, so under the client's, and survived every test of the fake)
+    managed = k.get(R.PROVREQ, pr["metadata"]["name"], NS)["metadata"]["managedFields"]
+    writers = {(f["manager"], f["operation"]) for f in managed if f.get("subresource") == "status"}
+    assert (CA_FIELD_MANAGER, "Update") in writers and {m for m, _ in writers} == {CA_FIELD_MANAGER}, writers
 
 
 def test_booking_expires_then_the_node_goes(clean, by_hand, k):

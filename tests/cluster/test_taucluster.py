@@ -42,7 +42,7 @@ from k8s.objects import labels, meta, spec
 from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, SUBJECT_ACCESS_REVIEW, TAUCLUSTER
 from k8s.paths import REPO
 from k8s.quantity import parse_quantity_exact
-from k8s.watch import Watch
+from k8s.watch import Event, Watch
 from scenarios.kit import catalogue
 from scenarios.kit.controllers import LOG_MESSAGE
 from scenarios.taucluster.stories import gpu_quota, profile_raw
@@ -153,6 +153,26 @@ def in_process(k, controller, name: str, made: list[dict] = ()):
         wait_for(lambda: k.get_or_none(TAUCLUSTER, name) is None and not any(
             k.get_or_none(KINDS[o["kind"]], meta(o)["name"], meta(o).get("namespace")) for o in made), 60,
                  what="deleted clean")
+
+
+def test_a_relist_of_any_one_of_its_watches_looks_at_every_taucluster_again(k):
+    """A relist replaces a cache whole and calls no on_change: what changed while a watch was down comes with no event
+    of its own.  So each cache's relist alone (every object LISTED, then SYNCED, as its Watch delivers it), the
+    TauClusters' and each Kueue kind's, must queue every TauCluster.  In process, the caches filled by hand, nothing
+    written.  The tenth sample's `__init____mutmut_14` (the Kueue caches with no on_sync) survived: every test
+    relisted the watches together, at a start, where the TauClusters' own relist queued them all."""
+    ctl = TauClusterController(k)
+    names = {"tc-relist-a", "tc-relist-b"}
+    for n in names:
+        ctl.tauclusters.put(TAUCLUSTER.new(n, spec={"mode": MODE_ADOPT, "profiles": []}))
+    noted: list[str] = []
+    ctl.queue.add = lambda key, after=0.0, urgent=False: noted.append(key)
+    for kind, store in [(TAUCLUSTER.kind, ctl.tauclusters), *ctl.kueue.items()]:
+        noted.clear()
+        for obj in store.items():
+            store.handle(Event.LISTED, obj)
+        store.handle(Event.SYNCED, {})
+        assert set(noted) == names, f"a relist of the {kind} cache alone queued {sorted(set(noted))}"
 
 
 def test_its_own_write_is_in_its_cache_at_once_and_nothing_else_is(k, controller, unique):
