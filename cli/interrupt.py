@@ -19,11 +19,11 @@ from typing import Callable, Iterator
 
 import click
 
+from demo.cluster.procs import INTERRUPT_SIGNALS
 from k8s import poll
 from scenarios.kit import runner
 from scenarios.kit.controllers import stop_every_started
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -43,9 +43,9 @@ _received: list[int] = []          # the signals that interrupted the run, in or
 
 
 def handled(dispositions: dict[int, object]) -> list[int]:
-    """Of SIGNALS, those whose disposition (signal.getsignal's answer) is not SIG_IGN: the ones the command
+    """Of INTERRUPT_SIGNALS, those whose disposition (signal.getsignal's answer) is not SIG_IGN: the ones it
     handles.  A signal ignored when the command starts (nohup, a background job of a script) stays ignored."""
-    return [s for s in SIGNALS if dispositions.get(s) != signal.SIG_IGN]
+    return [s for s in INTERRUPT_SIGNALS if dispositions.get(s) != signal.SIG_IGN]
 
 
 def _raise(signum, frame) -> None:
@@ -59,7 +59,7 @@ def on_interrupt(command: str, undo: Callable[[str, int], None] | None, cleans: 
     """Run the block; on SIGINT, SIGTERM or SIGHUP call undo(command, signal) (None: the command made nothing, so
     it only says it was interrupted) and exit 128 + the signal's number.  `cleans`: the command that removes what
     is left when a second Ctrl-C abandons the undo."""
-    before = {s: signal.getsignal(s) for s in SIGNALS}
+    before = {s: signal.getsignal(s) for s in INTERRUPT_SIGNALS}
     _received.clear()
     for s in handled(before):
         signal.signal(s, _raise)

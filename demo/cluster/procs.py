@@ -72,11 +72,14 @@ def spawn(argv: list[str], pidfile: Path, logfile: Path, env: dict | None = None
     return proc.pid
 
 
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)   # Ctrl-C, `kill`/`timeout`, a closed terminal
+
+
 def as_from_a_terminal() -> None:
-    """A child's preexec_fn: SIGINT, SIGTERM and SIGHUP at their defaults, as a terminal's foreground job starts,
-    whatever this process ignores (a test runner that a script started with `&` ignores SIGINT, and so would its
-    children: cli/interrupt.handled)."""
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    """A child's preexec_fn: INTERRUPT_SIGNALS at their defaults, as a terminal's foreground job starts, whatever
+    this process ignores (a test runner that a script started with `&` ignores SIGINT, and so would its children:
+    cli/interrupt.handled)."""
+    for s in INTERRUPT_SIGNALS:
         signal.signal(s, signal.SIG_DFL)
 
 

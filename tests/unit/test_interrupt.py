@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from cli.interrupt import SIGNALS, exit_code, handled
-from demo.cluster.procs import as_from_a_terminal
+from cli.interrupt import exit_code, handled
+from demo.cluster.procs import INTERRUPT_SIGNALS, as_from_a_terminal
 from k8s import poll
 from scenarios.kit.runner import CLEAN_COMMAND
 
@@ -71,10 +71,10 @@ def test_an_explicit_sleep_is_not_cancelled():
 
 def test_a_signal_ignored_at_the_start_stays_ignored_and_the_others_are_handled():
     dfl, ign, own = signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler
-    assert handled({signal.SIGINT: own, signal.SIGTERM: dfl, signal.SIGHUP: dfl}) == list(SIGNALS)
+    assert handled({signal.SIGINT: own, signal.SIGTERM: dfl, signal.SIGHUP: dfl}) == list(INTERRUPT_SIGNALS)
     assert handled({signal.SIGINT: own, signal.SIGTERM: dfl, signal.SIGHUP: ign}) == [signal.SIGINT, signal.SIGTERM]
     assert handled({signal.SIGINT: ign, signal.SIGTERM: dfl, signal.SIGHUP: dfl}) == [signal.SIGTERM, signal.SIGHUP]
-    assert handled({s: ign for s in SIGNALS}) == []
+    assert handled({s: ign for s in INTERRUPT_SIGNALS}) == []
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
