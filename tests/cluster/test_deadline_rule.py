@@ -245,6 +245,71 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Job and its Workload to go")
 
 
+def listed(c: DeadlineController, store_of, res) -> None:
+    """A relist of one cache, as its Watch delivers it (every object LISTED, then SYNCED): no event handler is
+    called, so the controller learns what changed only at its next look."""
+    store = store_of(c)
+    for obj in c.k.list(res, NS)[0]:
+        store.handle(Event.LISTED, obj)
+    store.handle(Event.SYNCED, {})
+
+
+def test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it(clean, k, kubeconfig, own_fake_ca,
+                                                                                   caplog, unique):
+    """A take-up the controller learns from a relist alone (which calls no event handler) is remembered by the look
+    that reads it: while the record is refused (a policy), the fake's retry rewrites every answer's time, and that is
+    all the next relist shows; the record made once the policy is gone must still be the first take-up.  In process,
+    its caches filled by relists only, no watch running.  (The eleventh sample drew `counting__mutmut_28`, a look that
+    remembered the take-up under no Workload's key, and it survived: every test delivered the requests' events, and the
+    retry's first write still carries the first take-up's time.)"""
+    caplog.set_level(logging.INFO, logger="deadline")
+    name = clean.new_name("job-rule-relisted")
+    key = f"{NS}/{name}"
+    refusal = refusing_an_added_annotation(f"refuse-relisted-{unique}", WORKLOAD.group, "workloads",
+                                           TAKEN_UP_ANNOTATION, "test: the take-up may not be recorded", NS)
+    c = DeadlineController(Kube(kubeconfig, impersonate=SERVICE_ACCOUNTS["deadline"]), namespace=NS,
+                           cleanup_ttl=TTL, resync=1.0, instance=CLASS)
+    caches = ((JOB, lambda c: c.jobs), (WORKLOAD, lambda c: c.workloads), (PROVREQ, lambda c: c.provreqs))
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "deadline"]
+    try:
+        with Tape(k, [PROVREQ], NS) as tape:
+            with in_force(k, refusal) as loaded:
+                job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s",
+                                   provreq={PARAM_STOCKOUT: "true"}, annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+                uid = job["metadata"]["uid"]
+                wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
+                              what="the Job's Workload")
+                wl_name, wl_uid = meta(wl)["name"], meta(wl)["uid"]
+                loaded(lambda: k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}},
+                                       NS, dry_run=True))
+
+                def requests() -> list[dict]:
+                    return [pr for pr in k.list(PROVREQ, NS)[0] if owned_by(pr, wl_uid, controller=False)]
+                own_fake_ca()                   # takes the request up, out of stock; retries it 5 s later
+                first = wait_for(lambda: R.taken_up_at(requests()), 30, what="the fake to take the request up")
+                for res, store_of in caches:
+                    listed(c, store_of, res)
+                c.reconcile(key)                # its look reads the take-up; the record is refused
+                could_not = f"deadline {key}: could not record the take-up on Workload {wl_name} ("
+                assert [m for m in said() if m.startswith(could_not)], said()
+                wait_for(lambda: (t := R.taken_up_at(requests())) is not None and t > first, 30,
+                         what="the fake's retry to rewrite every answer's time")
+                listed(c, lambda c: c.provreqs, PROVREQ)        # all a relist shows now: the retry's times
+
+            def looked() -> str | None:         # the policy gone (its removal reaches the apiserver soon after)
+                c.reconcile(key)
+                return annotations(k.get(WORKLOAD, wl_name, NS)).get(TAKEN_UP_ANNOTATION)
+            recorded = wait_for(looked, 30, what="the take-up recorded at a look once the policy is gone")
+            taken = accepted_times(tape, wl_uid)
+        assert recorded is not None and parse_time(recorded) == min(taken) == first, (recorded, first, sorted(set(taken)))
+        assert not committed_timeout(k.get(WORKLOAD, wl_name, NS)), "committed before the record: the test was late"
+    finally:
+        clean.delete_job(name)
+        wait_for(lambda: not clean.leftovers(), 120, what="the test's Job and its Workload to go")
+
+
 FORGOTTEN_WINDOW = 3             # seconds after the gangs' deletion over which no take-up of theirs may be kept
 APART = 3                        # seconds between the first gang's recorded take-up and the second gang's submission
 

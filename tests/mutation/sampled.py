@@ -80,7 +80,10 @@ SELECTION = {
                                      "test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look",
                                      # two gangs taken up apart: each counts from its own take-up
                                      "tests/cluster/test_deadline_rule.py::"
-                                     "test_each_workload_counts_from_its_own_take_up_not_from_another_gangs"],
+                                     "test_each_workload_counts_from_its_own_take_up_not_from_another_gangs",
+                                     # a take-up learned from a relist alone, remembered by the look that reads it
+                                     "tests/cluster/test_deadline_rule.py::"
+                                     "test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it"],
                                     20),
     "demo/taucluster/controller.py": (["tests/cluster/test_taucluster.py"], 12),
     "k8s/client.py": (["tests/cluster/test_client_retry.py", "tests/cluster/test_deadline_controller.py"], 20),
