@@ -193,6 +193,25 @@ REFUSED_BUDGET = 40              # seconds: the refused-record test's deadline (
                                  # comes after the record is made; the test ends before it)
 
 
+def take_up_refusal(unique: str, what: str) -> tuple[dict, dict]:
+    """A real refusal of the controller's record of the take-up on a Workload, for as long as the policy exists."""
+    return refusing_an_added_annotation(f"refuse-{what}-{unique}", WORKLOAD.group, "workloads", TAKEN_UP_ANNOTATION,
+                                        "test: the take-up may not be recorded", NS)
+
+
+def submitted_while_refused(clean, k, loaded, name: str) -> dict:
+    """A gang of CLASS (out of stock, its deadline REFUSED_BUDGET) submitted while the refusal is loaded: its
+    Workload, once the refusal is seen to refuse a record on it."""
+    job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s", provreq={PARAM_STOCKOUT: "true"},
+                       annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+    uid = job["metadata"]["uid"]
+    wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
+                  what="the Job's Workload")
+    loaded(lambda: k.patch(WORKLOAD, meta(wl)["name"], {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}},
+                           NS, dry_run=True))
+    return wl
+
+
 def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look(clean, k, own_fake_ca,
                                                                                   rule_controller, caplog, unique):
     """While a ValidatingAdmissionPolicy refuses the controller's record of the take-up on the Workload, the
@@ -205,20 +224,11 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
     def said() -> list[str]:
         return [r.getMessage() for r in caplog.records if r.name == "deadline"]
     name = clean.new_name("job-rule-refused")
-    # a real refusal of the controller's record, for as long as the policy exists
-    refusal = refusing_an_added_annotation(f"refuse-take-up-{unique}", WORKLOAD.group, "workloads",
-                                           TAKEN_UP_ANNOTATION, "test: the take-up may not be recorded", NS)
     try:
         with Tape(k, [PROVREQ], NS) as tape:    # every version of the requests: the first take-up, whatever retried
-            with in_force(k, refusal) as loaded:
-                job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s",
-                                   provreq={PARAM_STOCKOUT: "true"}, annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
-                uid = job["metadata"]["uid"]
-                wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
-                              what="the Job's Workload")
+            with in_force(k, take_up_refusal(unique, "take-up")) as loaded:
+                wl = submitted_while_refused(clean, k, loaded, name)
                 wl_name = meta(wl)["name"]
-                loaded(lambda: k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}},
-                                       NS, dry_run=True))
                 own_fake_ca()                   # takes the request up, out of stock: the controller would record it
                 could_not = f"deadline {NS}/{name}: could not record the take-up on Workload {wl_name} ("
                 wait_for(lambda: [m for m in said() if m.startswith(could_not)], 30,
@@ -265,8 +275,6 @@ def test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it
     caplog.set_level(logging.INFO, logger="deadline")
     name = clean.new_name("job-rule-relisted")
     key = f"{NS}/{name}"
-    refusal = refusing_an_added_annotation(f"refuse-relisted-{unique}", WORKLOAD.group, "workloads",
-                                           TAKEN_UP_ANNOTATION, "test: the take-up may not be recorded", NS)
     c = DeadlineController(Kube(kubeconfig, impersonate=SERVICE_ACCOUNTS["deadline"]), namespace=NS,
                            cleanup_ttl=TTL, resync=1.0, instance=CLASS)
     caches = ((JOB, lambda c: c.jobs), (WORKLOAD, lambda c: c.workloads), (PROVREQ, lambda c: c.provreqs))
@@ -275,15 +283,9 @@ def test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it
         return [r.getMessage() for r in caplog.records if r.name == "deadline"]
     try:
         with Tape(k, [PROVREQ], NS) as tape:
-            with in_force(k, refusal) as loaded:
-                job = clean.submit(name, GANG, duration="5s", deadline=f"{REFUSED_BUDGET}s",
-                                   provreq={PARAM_STOCKOUT: "true"}, annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
-                uid = job["metadata"]["uid"]
-                wl = wait_for(lambda: next((w for w in k.list(WORKLOAD, NS)[0] if owned_by(w, uid)), None), 30,
-                              what="the Job's Workload")
+            with in_force(k, take_up_refusal(unique, "relisted")) as loaded:
+                wl = submitted_while_refused(clean, k, loaded, name)
                 wl_name, wl_uid = meta(wl)["name"], meta(wl)["uid"]
-                loaded(lambda: k.patch(WORKLOAD, wl_name, {"metadata": {"annotations": {TAKEN_UP_ANNOTATION: "probe"}}},
-                                       NS, dry_run=True))
 
                 def requests() -> list[dict]:
                     return [pr for pr in k.list(PROVREQ, NS)[0] if owned_by(pr, wl_uid, controller=False)]
