@@ -32,6 +32,7 @@ from k8s.objects import is_true, meta
 from k8s.paths import MANIFESTS
 from k8s.errors import ApiError
 from k8s.resources import CRD, LEASE, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING
+from k8s.watch import Event
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
 from scenarios.kit.controllers import DEMO_FAKE_CA, LOG_MESSAGE, ensure_controller, stop_started
@@ -301,6 +302,14 @@ def refusing_an_added_annotation(name: str, group: str, resource: str, annotatio
     return refusing_policy(name, group, resource, "UPDATE",
                            f"!has({a}) || !('{annotation}' in {a}) || (has({old}) && '{annotation}' in {old})",
                            message, namespace)
+
+
+def relist(store, objs) -> None:
+    """Hand `objs` to a cache as its Watch delivers a relist: every object LISTED, then SYNCED.  The cache is replaced
+    whole and no event handler is called (only its on_sync)."""
+    for obj in list(objs):
+        store.handle(Event.LISTED, obj)
+    store.handle(Event.SYNCED, {})
 
 
 @contextmanager

@@ -39,10 +39,9 @@ from k8s.keys import (ADMITTED, CLEANUP_AFTER_ANNOTATION, DEADLINE_ANNOTATION, D
 from k8s.objects import annotations, is_true, name_of, owned_by, parse_time
 from k8s.resources import JOB, PROVREQ, WORKLOAD
 from k8s.runtime import WorkQueue
-from k8s.watch import Event
 from scenarios.walkthrough import race
 from scenarios.kit.harness import NS
-from tests.cluster.conftest import wait_for
+from tests.cluster.conftest import relist, wait_for
 
 CLASS = "in-process"                  # no controller process serves this class: only the test's instances
 TOUCH = "tau-demo.io/test-touch"      # someone else's write, which the controller's caches have not seen
@@ -98,10 +97,7 @@ def informed(c: DeadlineController) -> None:
     """What the controller's informers hand its caches after their list (SYNC..., SYNCED); no watch follows,
     so the caches stay as they are now until its own writes and live reads refresh them."""
     for res, store in ((JOB, c.jobs), (WORKLOAD, c.workloads)):
-        items, _ = c.k.list(res, NS)
-        for obj in items:
-            store.handle("SYNC", obj)
-        store.handle("SYNCED", {})
+        relist(store, c.k.list(res, NS)[0])
 
 
 @pytest.fixture
@@ -639,9 +635,7 @@ def test_each_watch_routes_a_change_and_a_relist_to_its_jobs_key_and_sees_only_i
                          what="the controller's queue to be quiet")
                 since = time.monotonic()
                 relisted = getattr(c, store)
-                for o in relisted.items():
-                    relisted.handle(Event.LISTED, o)
-                relisted.handle(Event.SYNCED, {})
+                relist(relisted, relisted.items())
                 wait_for(lambda: any(t_ >= since and k_ == key for t_, k_ in queue.routed), 10,
                          what=f"a relist of the {store} alone to queue every key, {key} among them")
             last = cached()

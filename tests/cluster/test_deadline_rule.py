@@ -48,7 +48,7 @@ from k8s.tape import Tape, by_revision
 from k8s.watch import Event
 from k8s.workload import committed_timeout
 from scenarios.kit.controllers import READY_LINE, start_private
-from tests.cluster.conftest import in_force, refusing_an_added_annotation, wait_for
+from tests.cluster.conftest import in_force, refusing_an_added_annotation, relist, wait_for
 
 CLASS = "rule-test"          # no controller process serves this class: only the test's own instance
 BUDGET = 16                  # seconds: every gang's admission deadline; the slack is 8 s (half of it)
@@ -255,15 +255,6 @@ def test_a_take_up_record_the_apiserver_refuses_is_said_and_made_at_a_later_look
         wait_for(lambda: not clean.leftovers(), 120, what="the test's Job and its Workload to go")
 
 
-def listed(c: DeadlineController, store_of, res) -> None:
-    """A relist of one cache, as its Watch delivers it (every object LISTED, then SYNCED): no event handler is
-    called, so the controller learns what changed only at its next look."""
-    store = store_of(c)
-    for obj in c.k.list(res, NS)[0]:
-        store.handle(Event.LISTED, obj)
-    store.handle(Event.SYNCED, {})
-
-
 def test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it(clean, k, kubeconfig, own_fake_ca,
                                                                                    caplog, unique):
     """A take-up the controller learns from a relist alone (which calls no event handler) is remembered by the look
@@ -277,7 +268,7 @@ def test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it
     key = f"{NS}/{name}"
     c = DeadlineController(Kube(kubeconfig, impersonate=SERVICE_ACCOUNTS["deadline"]), namespace=NS,
                            cleanup_ttl=TTL, resync=1.0, instance=CLASS)
-    caches = ((JOB, lambda c: c.jobs), (WORKLOAD, lambda c: c.workloads), (PROVREQ, lambda c: c.provreqs))
+    caches = ((JOB, c.jobs), (WORKLOAD, c.workloads), (PROVREQ, c.provreqs))
 
     def said() -> list[str]:
         return [r.getMessage() for r in caplog.records if r.name == "deadline"]
@@ -291,14 +282,14 @@ def test_a_take_up_learned_from_a_relist_is_remembered_at_the_look_that_reads_it
                     return [pr for pr in k.list(PROVREQ, NS)[0] if owned_by(pr, wl_uid, controller=False)]
                 own_fake_ca()                   # takes the request up, out of stock; retries it 5 s later
                 first = wait_for(lambda: R.taken_up_at(requests()), 30, what="the fake to take the request up")
-                for res, store_of in caches:
-                    listed(c, store_of, res)
+                for res, store in caches:       # filled by relists only: no event handler runs
+                    relist(store, k.list(res, NS)[0])
                 c.reconcile(key)                # its look reads the take-up; the record is refused
                 could_not = f"deadline {key}: could not record the take-up on Workload {wl_name} ("
                 assert [m for m in said() if m.startswith(could_not)], said()
                 wait_for(lambda: (t := R.taken_up_at(requests())) is not None and t > first, 30,
                          what="the fake's retry to rewrite every answer's time")
-                listed(c, lambda c: c.provreqs, PROVREQ)        # all a relist shows now: the retry's times
+                relist(c.provreqs, k.list(PROVREQ, NS)[0])      # all a relist shows now: the retry's times
 
             def looked() -> str | None:         # the policy gone (its removal reaches the apiserver soon after)
                 c.reconcile(key)

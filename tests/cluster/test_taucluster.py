@@ -42,11 +42,11 @@ from k8s.objects import labels, meta, spec
 from k8s.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, SUBJECT_ACCESS_REVIEW, TAUCLUSTER
 from k8s.paths import REPO
 from k8s.quantity import parse_quantity_exact
-from k8s.watch import Event, Watch
+from k8s.watch import Watch
 from scenarios.kit import catalogue
 from scenarios.kit.controllers import LOG_MESSAGE
 from scenarios.taucluster.stories import gpu_quota, profile_raw
-from tests.cluster.conftest import in_force, refusing_policy, scenario_passes, wait_for
+from tests.cluster.conftest import in_force, refusing_policy, relist, scenario_passes, wait_for
 
 @pytest.fixture(scope="module")
 def controller(k, demo_cluster, taucluster_crd) -> State:
@@ -169,9 +169,7 @@ def test_a_relist_of_any_one_of_its_watches_looks_at_every_taucluster_again(k):
     ctl.queue.add = lambda key, after=0.0, urgent=False: noted.append(key)
     for kind, store in [(TAUCLUSTER.kind, ctl.tauclusters), *ctl.kueue.items()]:
         noted.clear()
-        for obj in store.items():
-            store.handle(Event.LISTED, obj)
-        store.handle(Event.SYNCED, {})
+        relist(store, store.items())
         assert set(noted) == names, f"a relist of the {kind} cache alone queued {sorted(set(noted))}"
 
 
