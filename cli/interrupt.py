@@ -25,7 +25,6 @@ from scenarios.kit import runner
 from scenarios.kit.controllers import stop_every_started
 
 
-
 class Interrupted(KeyboardInterrupt):
     """A signal ended the run (a KeyboardInterrupt, so it unwinds like Ctrl-C: no `except Exception` stops it)."""
 
