@@ -13,6 +13,7 @@ the requests past their terminal TTL (DeleteOldProvReqs).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -128,7 +129,11 @@ class FakeCA:
         if self.opts.pace:          # as long as the real autoscaler's loop would take
             loop = pace.looked_at(self.nodes.items(), self.pods.items(), self.provreqs.items(), self._made,
                                   self._deleted, self._marked)
-            time.sleep(pace.rest(pace.MODEL, loop, time.monotonic() - began))
+            spent = time.monotonic() - began
+            wait = pace.rest(pace.MODEL, loop, spent)
+            if loop.made or loop.deleted or loop.marked:    # a loop that wrote nodes: what it told the pace model
+                self.hooks.reach("paced", "loop", spent=spent, rest=wait, **dataclasses.asdict(loop))
+            time.sleep(wait)
         return lifecycle.next_wait(plan, scaled_down, self.opts)
 
     def publish_status(self) -> None:

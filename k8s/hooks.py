@@ -90,3 +90,11 @@ def parked(directory: Path, point: str, key: str) -> bool:
 
 def release(directory: Path, point: str, key: str) -> None:
     Path(_base(directory, point, key) + ".release").write_text("")
+
+
+def disarm(directory: Path, point: str, key: str) -> None:
+    """Nothing more pauses at the point: its arm removed, and a controller that claimed it a moment before (or is
+    paused there) goes on at once.  (The release left behind is removed by the point's next arm.)"""
+    base = _base(directory, point, key)
+    Path(base + ".arm").unlink(missing_ok=True)
+    Path(base + ".release").write_text("")

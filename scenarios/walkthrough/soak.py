@@ -81,7 +81,7 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
                 ctx.hold(pause, "the commit paused at the hook")
                 hooks.release(hook_dir, "before-commit", key)
             except TimeoutError:
-                (hook_dir / f"before-commit@{key.replace('/', '_')}.arm").unlink(missing_ok=True)   # admitted first
+                hooks.disarm(hook_dir, "before-commit", key)       # admitted first
 
         def settled():
             s = rec.samples[-1][1] if rec.samples else None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
@@ -20,7 +22,7 @@ from k8s.keys import (BATCH_ANNOTATION, BOOTS_AT_ANNOTATION, CA_FIELD_MANAGER, C
 from k8s.errors import ApiError
 from k8s.objects import condition, is_true, meta, parse_time
 from k8s.tape import Tape, by_revision
-from fake_ca import outbox
+from fake_ca import outbox, pace
 from fake_ca import status
 from scenarios.kit.harness import NS
 from scenarios.walkthrough.half_gang import other_pod
@@ -227,6 +229,73 @@ def test_booking_expires_then_the_node_goes(clean, by_hand, k):
     said = re.compile(r"scale-down: node pool [a-z0-9-]+: \d+/\d+ nodes")
     wait_for(lambda: [m for m in fake.messages()[since:] if said.fullmatch(m)], 10,
              what="the fake to say its pools' nodes after the scale-down")
+
+
+PACED = ("paced", "loop")      # the fake's pause point in a loop that made, marked or deleted nodes
+
+
+@contextmanager
+def working_loops():
+    """Every loop of a fake run with --hook-dir HOOK_DIR that made, marked or deleted nodes, as it told its pace model
+    (the pause point `paced`: what it looked at and did, the seconds it spent, the rest it waits), each let go at once:
+    a list filled while the block runs.  Each is armed before the one held goes on, so that none is missed."""
+    seen: list[dict] = []
+    stop = threading.Event()
+
+    def collect() -> None:
+        while not stop.is_set():
+            try:
+                info = hooks.wait_reached(HOOK_DIR, *PACED, timeout=0.5)
+            except TimeoutError:
+                continue
+            seen.append(info)
+            hooks.arm(HOOK_DIR, *PACED)
+            hooks.release(HOOK_DIR, *PACED)
+    hooks.arm(HOOK_DIR, *PACED)
+    collector = threading.Thread(target=collect, daemon=True)
+    collector.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        collector.join(10)
+        hooks.disarm(HOOK_DIR, *PACED)
+
+
+SPENT_AT_MOST = 30.0    # seconds: a loop's own work, far above what any loop here takes (a bound no load reaches)
+
+
+def paced_as_the_real_one(loops: list[dict]) -> None:
+    """Each loop waits what pace.MODEL says the real autoscaler's loop lasts, less what it spent: the figures it gave
+    its model are the loop's own (none below 0, its work seconds, not the clock's)."""
+    for loop in loops:
+        counts = pace.Loop(**{f: loop[f] for f in ("nodes", "pods", "requests", "made", "deleted", "marked")})
+        assert min(counts.nodes, counts.pods, counts.requests, counts.made, counts.deleted, counts.marked) >= 0, loop
+        assert 0 <= loop["spent"] < SPENT_AT_MOST, f"a loop's work took {loop['spent']}s: {loop}"
+        assert loop["rest"] == pace.rest(pace.MODEL, counts, loop["spent"]), loop
+
+
+def test_a_loop_that_made_marked_or_deleted_nodes_lasts_as_long_as_the_real_autoscalers(clean, by_hand, k,
+                                                                                        own_fake_ca):
+    """With --pace (the default) a loop lasts what pace.MODEL says the real autoscaler's would, and a loop that wrote
+    nodes costs more: 0.34 s a mark, 0.29 s a deletion.  A gang of two is made in one loop, its two nodes marked
+    unneeded once its booking is over, then deleted; each of those loops told the model what it did.  No test read
+    the pace of such a loop: the mutants of its counts (`_deleted`, `_marked`, `looked_at`'s arguments) and of the
+    seconds it spent (`monotonic() + began`: never a pause) were read as likely survivors after the eleventh sample.
+    (The session's fake runs unpaced, scenarios/kit/controllers.py DEMO_FAKE_CA: this test's own keeps the default.)"""
+    own_fake_ca("--booking", "2s", "--scale-down-unneeded", "1s", "--hook-dir", str(HOOK_DIR))
+    with working_loops() as loops:
+        pr = by_hand(2)
+        uid = pr["metadata"]["uid"]
+        wait_for(lambda: len(nodes_of(k, uid)) == 2, 30, what="the gang's two nodes")
+        wait_for(lambda: not nodes_of(k, uid), 90, what="the two nodes, their booking over and unneeded, deleted")
+        wait_for(lambda: sum(l["deleted"] for l in loops) >= 2, 10, what=f"the deleting loops held at the pause point (so far: {loops})")
+    paced_as_the_real_one(loops)
+    made = [l for l in loops if l["made"]]
+    assert [l["made"] for l in made] == [2], f"the gang's nodes are made in one loop, both counted: {loops}"
+    assert made[0]["nodes"] >= 2, f"the loop that made them looked at them: {made[0]}"
+    assert sum(l["marked"] for l in loops) == 2, f"each node marked unneeded once, each mark counted: {loops}"
+    assert sum(l["deleted"] for l in loops) == 2, f"each node deleted once, each deletion counted: {loops}"
 
 
 LOOPS_AGAIN = 4.0     # seconds: the session fake's idle loops (--scan-interval 1s) look at a request this long again
@@ -544,8 +613,17 @@ def test_a_tainted_node_needed_again_is_untainted_and_says_so(clean, by_hand, k,
     """The scale-down tainted an unneeded node ToBeDeletedByClusterAutoscaler and waits --node-delete-delay-after-taint
     before it deletes it; a pod bound to the node meanwhile makes it needed again: the taint goes, and the fake says
     so in its own words (the sample at 3800efa lost that line, unseen: no test made a tainted node needed again).
-    Once the pod is gone, the node goes."""
-    c = own_fake_ca("--booking", "2s", "--scale-down-unneeded", "1s", "--node-delete-delay-after-taint", "20s")
+    Once the pod is gone, the node goes.  The loop that took its unneeded mark off counts that write in its pace, as
+    the one that made the mark does (each loop that wrote nodes is read at the pause point `paced`)."""
+    c = own_fake_ca("--booking", "2s", "--scale-down-unneeded", "1s", "--node-delete-delay-after-taint", "20s",
+                    "--hook-dir", str(HOOK_DIR))
+    with working_loops() as loops:
+        needed_again_untainted(c, by_hand, k)
+    paced_as_the_real_one(loops)
+    assert sum(l["marked"] for l in loops) >= 3, f"marked unneeded, needed again, unneeded again: {loops}"
+
+
+def needed_again_untainted(c, by_hand, k) -> None:
     pr = by_hand(1)
     uid = pr["metadata"]["uid"]
     wait_for(lambda: len(nodes_of(k, uid)) == 1, 30, what="the request's node")

@@ -88,3 +88,25 @@ def test_a_pause_points_file_name_is_the_key_up_to_its_limit_then_its_head_and_h
         :hooks.NAME_MAX - hooks.KEY_HASH - 1]
     assert hooks._base("/d", "p", "ns/" + "k" * hooks.NAME_MAX + "x") != over, "the hash is of the whole key"
     assert hooks._base("/d", "p", "ns_" + "k" * hooks.NAME_MAX) != over, "of the key, not of its file name"
+
+
+def test_a_disarmed_point_pauses_no_one_and_lets_one_that_claimed_it_go_on(tmp_path):
+    h = hooks.Hooks(tmp_path, max_pause=30)
+    hooks.arm(tmp_path, "paced", "loop")
+    hooks.disarm(tmp_path, "paced", "loop")
+    began = time.monotonic()
+    h.reach("paced", "loop")
+    assert time.monotonic() - began < 5, "a disarmed point paused"
+    assert not hooks.parked(tmp_path, "paced", "loop")
+    hooks.arm(tmp_path, "paced", "loop")          # armed again: the release the disarm left is gone, it pauses
+    t = threading.Thread(target=h.reach, args=("paced", "loop"))
+    t.start()
+    try:
+        hooks.wait_reached(tmp_path, "paced", "loop", timeout=10)
+        assert hooks.parked(tmp_path, "paced", "loop"), "armed again after a disarm, the point pauses"
+        hooks.disarm(tmp_path, "paced", "loop")  # the one that claimed it goes on
+        t.join(10)
+        assert not t.is_alive(), "the thread paused at a disarmed point did not go on"
+    finally:
+        hooks.release(tmp_path, "paced", "loop")
+        t.join(10)
