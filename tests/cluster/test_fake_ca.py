@@ -283,9 +283,10 @@ def test_a_loop_that_made_marked_or_deleted_nodes_lasts_as_long_as_the_real_auto
     the pace of such a loop: the mutants of its counts (`_deleted`, `_marked`, `looked_at`'s arguments) and of the
     seconds it spent (`monotonic() + began`: never a pause) were read as likely survivors after the eleventh sample.
     (The session's fake runs unpaced, scenarios/kit/controllers.py DEMO_FAKE_CA: this test's own keeps the default.)"""
-    own_fake_ca("--booking", "2s", "--scale-down-unneeded", "1s", "--hook-dir", str(HOOK_DIR))
+    own_fake_ca("--booking", "2s", "--scale-down-unneeded", "1s", "--node-delete-delay-after-taint", "0s",
+                "--hook-dir", str(HOOK_DIR))
     with working_loops() as loops:
-        pr = by_hand(2)
+        pr = by_hand(2, params={PARAM_BOOT_SECONDS: "0"})      # Ready at once: unneeded 3 s after they are made
         uid = pr["metadata"]["uid"]
         wait_for(lambda: len(nodes_of(k, uid)) == 2, 30, what="the gang's two nodes")
         wait_for(lambda: not nodes_of(k, uid), 90, what="the two nodes, their booking over and unneeded, deleted")
