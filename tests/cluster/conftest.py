@@ -26,12 +26,12 @@ from demo.cluster.install import TAUCLUSTER_CRD
 from demo.cluster.state import ClusterError
 from k8s import heartbeat
 from k8s.client import Kube
-from k8s.keys import DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, SYSTEM_NAMESPACE
+from k8s.keys import CA_STATUS, DEADLINE_LEASE_PREFIX, DEFAULT_DEADLINE_CLASS, FAKE_CA_LEASE, SYSTEM_NAMESPACE
 from k8s.manifests import load_manifest
 from k8s.objects import is_true, meta
 from k8s.paths import MANIFESTS
 from k8s.errors import ApiError
-from k8s.resources import CRD, LEASE, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING
+from k8s.resources import CONFIG_MAP, CRD, LEASE, VALIDATING_ADMISSION_POLICY, VALIDATING_ADMISSION_POLICY_BINDING
 from k8s.watch import Event
 from demo.toolchain import components as toolchain
 from demo.toolchain.gobuild import ToolchainError
@@ -379,15 +379,23 @@ def session_fake(ctx):
     return fake
 
 
+def stopped_cleanly(k) -> None:
+    """A fake autoscaler stopped cleanly gave its Lease up before it ended (a Lease left looking alive up to 6 s made the
+    next session take a stopped fake as running, and start none), and, like the real autoscaler on SIGTERM, took its
+    status ConfigMap with it (the twelfth sample's `run__mutmut_65` deleted it in a namespace named after it, and
+    every test passed)."""
+    assert k.get_or_none(LEASE, FAKE_CA_LEASE, SYSTEM_NAMESPACE) is None, "the stopped fake left its Lease"
+    assert k.get_or_none(CONFIG_MAP, CA_STATUS[1], CA_STATUS[0]) is None, \
+        f"the stopped fake left its status ConfigMap {CA_STATUS[0]}/{CA_STATUS[1]}"
+
+
 @pytest.fixture
 def no_autoscaler(k):
     """For tests that play the autoscaler by hand: the session's fake-ca is stopped meanwhile."""
     paused = [c for ctx_ in SESSION_CTX for c in ctx_.started if c.lease == FAKE_CA_LEASE]
     for c in paused:
         c.stop()
-        # stopped cleanly, it gave its Lease up before it ended (a Lease left looking alive up to 6 s made the next
-        # session take a stopped fake as running, and start none)
-        assert k.get_or_none(LEASE, FAKE_CA_LEASE, SYSTEM_NAMESPACE) is None, "the stopped fake left its Lease"
+        stopped_cleanly(k)
     wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="no fake-ca heartbeat")
     yield
     for c in paused:
@@ -409,6 +417,7 @@ def own_fake_ca(k, no_autoscaler):
     for c in started:
         c.stop()
         SESSION_CTX[0].started.remove(c)
+        stopped_cleanly(k)
     wait_for(lambda: not heartbeat.alive(k, FAKE_CA_LEASE), 30, what="the test's fake-ca gone")
 
 
