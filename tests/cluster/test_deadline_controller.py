@@ -63,7 +63,7 @@ def controller(deadline_kube, tmp_path):
 
     def make(ttl: float = TTL, queue: WorkQueue | None = None, protocol: str = "committed") -> DeadlineController:
         c = DeadlineController(deadline_kube, namespace=NS, protocol=protocol, cleanup_ttl=ttl, instance=CLASS,
-                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"), queue=queue)     # its retry budget
+                               hooks=Hooks(tmp_path / f"hooks-{len(made)}"), queue=queue)     # the CLI's retry budget
         informed(c)
         made.append(c)
         return c

@@ -290,7 +290,8 @@ def test_a_loop_that_made_marked_or_deleted_nodes_lasts_as_long_as_the_real_auto
         uid = pr["metadata"]["uid"]
         wait_for(lambda: len(nodes_of(k, uid)) == 2, 30, what="the gang's two nodes")
         wait_for(lambda: not nodes_of(k, uid), 90, what="the two nodes, their booking over and unneeded, deleted")
-        wait_for(lambda: sum(l["deleted"] for l in loops) >= 2, 10, what=f"the deleting loops held at the pause point (so far: {loops})")
+        wait_for(lambda: sum(l["deleted"] for l in loops) >= 2, 10,
+                 what=f"the deleting loops held at the pause point (so far: {loops})")
     paced_as_the_real_one(loops)
     made = [l for l in loops if l["made"]]
     assert [l["made"] for l in made] == [2], f"the gang's nodes are made in one loop, both counted: {loops}"
