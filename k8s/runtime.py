@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from .client import Kube
 from .errors import Unreachable
-from .objects import name_of, revision
+from .objects import name_of, revision, uid as uid_of
 from .resources import Resource
 from .watch import Event, Watch
 
@@ -140,9 +140,16 @@ def run_loop(queue: WorkQueue, reconcile: Callable[[str], float | None], stop: t
         t.join(max(0.0, end - time.monotonic()))
 
 
+# how many deleted objects (their uids) a Store remembers, so that a late write's response cannot bring one back
+GONE_KEPT = 4096
+
+
 class Store:
     """An informer's cache of one resource: the objects by "namespace/name", replaced whole after
     every (re)list so that objects deleted while the watch was down do not linger.
+
+    An object seen gone (a watch's DELETED, a relist without it, our own delete) is never put back by the response
+    of a write that raced its deletion: put() refuses its uid (the last GONE_KEPT of them are remembered).
 
     on_change(type, obj) is called for every watch event, on_sync() after every (re)list; with
     index(obj) -> values, by_index(value) returns the objects that have that value."""
@@ -158,6 +165,7 @@ class Store:
         self.on_sync = on_sync
         self._index_of = index
         self._index: dict[str, set[str]] = {}
+        self._gone: dict[str, None] = {}          # the uids of objects seen gone, oldest first
 
     def watch(self, k: Kube, res: Resource, namespace: str | None = None,
               label_selector: str | None = None) -> Watch:
@@ -173,11 +181,15 @@ class Store:
                 self._relist[name_of(obj)] = obj
                 return
             if typ == Event.SYNCED:
-                self._items, self._relist = self._relist or {}, None
+                relisted = self._relist or {}
+                kept = {uid_of(o) for o in relisted.values()}
+                self._went([uid_of(o) for o in self._items.values() if uid_of(o) not in kept])
+                self._items, self._relist = relisted, None
                 self._reindex()
                 self.synced.set()
             elif typ == Event.DELETED:
                 self._drop(name_of(obj))
+                self._went([uid_of(obj)])
             else:
                 self._keep_newer(obj)
         if typ == Event.SYNCED:
@@ -200,6 +212,12 @@ class Store:
     def _drop(self, key: str) -> None:
         self._unindex(key, self._items.pop(key, None))
 
+    def _went(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            self._gone[uid] = None
+        while len(self._gone) > GONE_KEPT:
+            del self._gone[next(iter(self._gone))]
+
     def _unindex(self, key: str, old: dict | None) -> None:
         if old is None or not self._index_of:
             return
@@ -218,14 +236,19 @@ class Store:
                     self._index.setdefault(v, set()).add(key)
 
     def put(self, obj: dict) -> None:
-        """Our own write's response, which may be newer than what the watch has delivered so far."""
+        """Our own write's response, which may be newer than what the watch has delivered so far; never an object
+        already seen gone (its write raced its deletion)."""
         with self._lock:
-            self._keep_newer(obj)
+            if uid_of(obj) not in self._gone:
+                self._keep_newer(obj)
 
     def discard(self, key: str) -> None:
         """Our own delete went through: do not wait for the watch to forget the object."""
         with self._lock:
-            self._items.pop(key, None)
+            old = self._items.get(key)
+            self._drop(key)
+            if old is not None:
+                self._went([uid_of(old)])
 
     def items(self) -> list[dict]:
         with self._lock:

@@ -7,6 +7,7 @@ import inspect
 import threading
 import time
 
+from k8s import runtime
 from k8s.runtime import Store, WorkQueue, run_loop
 
 STOP = threading.Event()          # never set: get() returns as soon as a key is ready
@@ -145,6 +146,55 @@ def test_store_relist_replaces_everything_and_calls_on_sync():
     assert [o["metadata"]["name"] for o in s.items()] == ["w2"]
     assert [o["metadata"]["name"] for o in s.by_index("job-1")] == ["w2"]
     assert synced == [1, 1] and changes == ["ADDED"]
+
+
+def test_a_write_response_that_raced_the_objects_deletion_does_not_bring_it_back():
+    s = Store(index=owners)
+    s.handle("SYNCED", {})
+    s.handle("ADDED", obj("w1", 5, owner="job-1"))
+    s.handle("DELETED", obj("w1", 6, owner="job-1"))
+    s.put(obj("w1", 5, owner="job-1"))                     # our patch's response, read before the delete
+    assert s.get("demo/w1") is None and s.by_index("job-1") == []
+    s.put(obj("w1", 1, uid="u2", owner="job-1"))           # a new object under the same name is not a ghost
+    assert s.get("demo/w1")["metadata"]["uid"] == "u2"
+
+
+def test_an_object_a_relist_left_out_is_not_put_back_by_a_late_write_response():
+    s = Store()
+    s.handle("SYNC", obj("w1", 1))
+    s.handle("SYNC", obj("w2", 2, uid="u2"))
+    s.handle("SYNCED", {})
+    s.handle("SYNC", obj("w2", 3, uid="u2"))               # w1 was deleted while the watch was down
+    s.handle("SYNCED", {})
+    s.put(obj("w1", 2))
+    s.put(obj("w2", 4, uid="u2"))
+    assert [(o["metadata"]["name"], o["metadata"]["resourceVersion"]) for o in s.items()] == [("w2", "4")]
+
+
+def test_our_own_delete_forgets_the_object_in_the_index_too_and_keeps_it_gone():
+    s = Store(index=owners)
+    s.handle("SYNCED", {})
+    s.handle("ADDED", obj("w1", 5, owner="job-1"))
+    s.discard("demo/w1")
+    assert s.by_index("job-1") == [] and s.get("demo/w1") is None
+    s.put(obj("w1", 6, owner="job-1"))
+    s.handle("MODIFIED", obj("w1", 7, owner="job-1"))      # the watch's own events still count
+    assert s.get("demo/w1")["metadata"]["resourceVersion"] == "7"
+    s.discard("demo/nothing")                              # nothing there: nothing to remember
+    s.put({"metadata": {"name": "w9", "namespace": "demo", "resourceVersion": "1"}})      # (not even an empty uid)
+    assert s.get("demo/w9") is not None
+
+
+def test_a_store_remembers_a_bounded_number_of_gone_objects_the_oldest_forgotten_first(monkeypatch):
+    monkeypatch.setattr(runtime, "GONE_KEPT", 2)
+    s = Store()
+    s.handle("SYNCED", {})
+    for i in range(3):
+        s.handle("ADDED", obj(f"w{i}", i, uid=f"u{i}"))
+        s.handle("DELETED", obj(f"w{i}", i, uid=f"u{i}"))
+    for i in range(3):
+        s.put(obj(f"w{i}", i, uid=f"u{i}"))
+    assert [o["metadata"]["name"] for o in s.items()] == ["w0"]      # only the oldest was forgotten
 
 
 # ---------------------------------------------------------------------------- run_loop
