@@ -316,7 +316,12 @@ class DeadlineController:
             elif d.action == Action.ARM_CLEANUP:
                 self.k.patch(JOB, name, dl.arm_patch(now, self.ttl), ns)
             elif d.action == Action.DELETE:
-                self.k.delete(JOB, name, ns, uid=job["metadata"]["uid"])
+                self.hooks.reach("before-delete", key, uid=job["metadata"]["uid"])
+                try:        # only the Job it read: one made again under the name meanwhile is another's
+                    self.k.delete(JOB, name, ns, uid=job["metadata"]["uid"])
+                except Conflict:
+                    log.info("%s", routing.owner_conflict_line(key))
+                    continue
                 return None
         return 0.2
 

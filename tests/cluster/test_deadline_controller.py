@@ -328,6 +328,39 @@ def test_the_legacy_protocol_unraced_marks_the_job_then_deactivates_the_workload
     assert annotations(live.job).get(TERMINAL_WORKLOAD_ANNOTATION) == wl["metadata"]["name"], annotations(live.job)
 
 
+def test_the_legacy_protocols_cleanup_never_deletes_a_job_resubmitted_under_the_same_name(clean, submit, no_autoscaler,
+                                                                                          k, controller, caplog):
+    """The legacy protocol deletes a marked Job once its TTL is over, as the reviewed design did, but only the Job it
+    read (its uid): one the user submitted again under the name meanwhile is refused (409), said, and read again.
+    (The thirteenth sample's `_reconcile_legacy__mutmut_115` dropped the uid, and the new Job went.)"""
+    name, job, _ = submit("1s")
+    key = f"{NS}/{name}"
+    past_deadline(job)
+    c = controller(3.0, protocol="legacy")
+    assert 0 < c.reconcile(key) <= 3.0                   # marked, deactivated, its cleanup armed
+    past_cleanup_time(k, name)
+    hooks.arm(c.hooks.dir, "before-delete", key)
+    caplog.clear()                                       # the legacy protocol's marking said at WARNING, above
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        worker, out, info = reconcile_parked(c, key, "before-delete")
+        assert info["uid"] == job["metadata"]["uid"]
+        k.delete(JOB, name, NS)
+        wait_for(lambda: k.get_or_none(JOB, name, NS) is None, 60, what="the first Job to go")
+        again = clean.submit(name, "1x8", duration="5s", deadline="10m", provreq={PARAM_STOCKOUT: "true"},
+                             annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+        wait_for(lambda: observe.workload_for(k, again), 60, what="the new Job's Workload")
+        hooks.release(c.hooks.dir, "before-delete", key)
+        worker.join(60)
+    lines = said(caplog, key)
+    assert match(lines, [r"LEGACY: TTL expired; deleting the Job \(its Workload is not admitted\)",
+                         re.escape(JOB_409)]), lines
+    after = out[0] if out else None
+    assert after is not None and 0 < after <= 600, f"read again: the new Job's deadline is ahead ({out})"
+    live = k.get(JOB, name, NS)
+    assert live["metadata"]["uid"] == again["metadata"]["uid"] != job["metadata"]["uid"], "the new Job is kept"
+    assert not any(k_ in annotations(live) for k_ in MIRROR_KEYS)
+
+
 def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_urgent_tier(submit, k, controller,
                                                                                            caplog):
     name, job, wl = submit("20s")
