@@ -205,14 +205,21 @@ def turn_of(record: dict, turn: int) -> list[tuple[str, str]]:
     return out
 
 
+def same_change(a: list[str], b: list[str]) -> bool:
+    """Two diffs make the same change, whatever the indentation of their lines (a statement moved into a block)."""
+    def plain(lines: list[str]) -> list[str]:
+        return [line[:1] + line[1:].strip() for line in lines]
+    return plain(a) == plain(b)
+
+
 def today(path: str, code: str, names: list[str], name: str, change: list[str]) -> str | None:
     """Today's name of a recorded mutant: its own if it still makes the recorded change; else the mutant of the same
     function that makes it (mutmut renumbers a function's mutants when the function changes); else None (gone)."""
-    if name in names and diff(path, apply(path, code, name)) == change:
+    if name in names and same_change(diff(path, apply(path, code, name)), change):
         return name
     function = name.rsplit("__mutmut_", 1)[0] + "__mutmut_"
     return next((other for other in names if other.startswith(function) and other != name
-                 and diff(path, apply(path, code, other)) == change), None)
+                 and same_change(diff(path, apply(path, code, other)), change)), None)
 
 
 # ---------------------------------------------------------------------------- the copy and the cluster

@@ -84,3 +84,13 @@ def test_a_recorded_mutant_is_found_by_its_change_under_its_name_or_renumbered_o
     renumbered = name.replace("__mutmut_19", "__mutmut_20")           # as if mutmut had renumbered the function's
     assert S.today(path, code, names, renumbered, change) == name
     assert S.today(path, code, names, name, ["-    gone()", "+    None"]) is None
+    moved = [line[:1] + "    " + line[1:] for line in change]          # as if its statement had moved into a block
+    assert S.today(path, code, names, name, moved) == name
+    assert S.today(path, code, names, name, [line[:1] + line[1:].replace("(", "( ") for line in change]) is None
+
+
+def test_two_changes_are_the_same_whatever_their_indentation_and_never_across_a_sign_or_a_word():
+    assert S.same_change(["-        a(x)", "+        a(None)"], ["-    a(x)", "+            a(None)"])
+    assert not S.same_change(["-    a(x)", "+    a(None)"], ["+    a(x)", "-    a(None)"])
+    assert not S.same_change(["-    a(x)", "+    a(None)"], ["-    a(x)", "+    a(y)"])
+    assert not S.same_change(["-    a(x)"], ["-    a(x)", "+    a(y)"])
