@@ -312,6 +312,10 @@ class FakeCA:
             log.warning("%s", outbox.node_write_failed_line("annotating", name, e))
 
     # ------------------------------------------------------------------ run
+    def _woken_by(self, stop: threading.Event) -> None:
+        stop.wait()
+        self.wake.set()
+
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
         self.hooks.reach("before-caches", "fake-ca")
         watches = [store.watch(self.k, res).start() for res, store in
@@ -324,6 +328,8 @@ class FakeCA:
         log.info("fake-ca: caches synced; ready")
         if ready:
             ready.set()
+        # a stop ends the loop's rest, however long (--scan-interval): it stops within a loop, as the real one on SIGTERM
+        threading.Thread(target=self._woken_by, args=(stop,), name="fake-ca-stop", daemon=True).start()
         while not stop.is_set():
             try:
                 wait = self.run_once()

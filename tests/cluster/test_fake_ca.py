@@ -768,6 +768,20 @@ def test_an_unschedulable_pod_wakes_the_idle_loop_a_new_request_does_not(clean, 
             k.delete(R.POD, pod, NS)
 
 
+def test_an_idle_fake_stops_at_once_on_sigterm_and_cleanly(clean, k, own_fake_ca):
+    """SIGTERM ends the rest between two loops, however long (--scan-interval): the fake stops within the 10 s a stop
+    gives before SIGKILL, says so, and takes its Lease and status ConfigMap with it.  An idle fake slept its whole
+    interval first and was killed: found when the thirteenth sample's `__init____mutmut_13` (no pod wakes the loop)
+    left the wake test's fake asleep, and its status ConfigMap behind."""
+    c = own_fake_ca("--scan-interval", f"{WAKE_SCAN}s")
+    time.sleep(2.0)                                  # its first loop, right after its ready line, is over: it rests
+    began = time.monotonic()
+    c.stop()
+    took = time.monotonic() - began
+    assert "fake-ca stopped" in c.log_text(), f"killed after {took:.1f}s, not stopped by its SIGTERM"
+    stopped_cleanly(k)
+
+
 def test_controllers_run_with_least_privilege(k, ctx):
     review = R.SUBJECT_ACCESS_REVIEW
 
