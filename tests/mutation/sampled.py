@@ -327,8 +327,13 @@ def pytest(tests: list[str], limit: float, log: Path) -> tuple[str, float, str]:
             return "timeout", time.monotonic() - t0, f"no verdict within {limit:.0f}s"
     took = time.monotonic() - t0
     text = log.read_text(errors="replace")
-    first = next((line for line in text.splitlines() if line.startswith(("FAILED", "ERROR"))), "")
-    return ("survived" if rc == 0 else "killed"), took, first[:300]
+    return ("survived" if rc == 0 else "killed"), took, summary_line(text)[:300]
+
+
+def summary_line(text: str) -> str:
+    """pytest's first verdict line ("FAILED tests/…::test - why", "ERROR tests/…"), not a captured log line at level
+    ERROR ("ERROR    fake-ca:controller.py:340 loop failed…"), which comes before the summary; "" when there is none."""
+    return next((line for line in text.splitlines() if line.startswith(("FAILED tests/", "ERROR tests/"))), "")
 
 
 # ---------------------------------------------------------------------------- the run

@@ -31,6 +31,19 @@ def record_with(**modules):
                         "modules": {path: {"mutants": 100, "judged": judged} for path, judged in modules.items()}})
 
 
+def test_the_verdict_line_is_pytests_summary_line_never_a_captured_log_line_at_level_error():
+    text = "\n".join(["..F", "----- Captured log call -----",
+                      "ERROR    fake-ca:controller.py:340 loop failed; next loop in 2s",
+                      "FAILED test output without its path",
+                      "=== short test summary info ===",
+                      "ERROR tests/cluster/test_fake_ca.py::test_x - AssertionError: a process logged an exception",
+                      "FAILED tests/cluster/test_fake_ca.py::test_y - assert False"])
+    assert S.summary_line(text) == ("ERROR tests/cluster/test_fake_ca.py::test_x - "
+                                    "AssertionError: a process logged an exception")
+    assert S.killer(S.summary_line(text)) == "tests/cluster/test_fake_ca.py::test_x"
+    assert S.summary_line("....\n4 passed in 3.0s") == ""
+
+
 def test_the_record_keeps_each_verdict_its_commit_its_killer_and_its_change():
     results = {"seed": 2, "per_module": 8, "commit": "abc", "clean_seconds": 500, "seconds": 4000,
                "modules": {"m.py": {"mutants": 7, "judged": {
