@@ -19,8 +19,8 @@ from k8s import heartbeat, hooks
 from k8s import job as jobs
 from k8s import resources as R
 from k8s.keys import (BATCH_ANNOTATION, BOOTS_AT_ANNOTATION, CA_FIELD_MANAGER, CA_STATUS, GANG_OTHER_PREFIX, MARKER,
-                      PARAM_BOOT_SECONDS, PARAM_TTL_SECONDS, POOL_TABLE, PROVREQ_ANNOTATION, PROVREQ_UID_ANNOTATION,
-                      SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
+                      PARAM_BOOT_SECONDS, PARAM_TTL_SECONDS, PARAM_VALID_UNTIL, POOL_TABLE, PROVREQ_ANNOTATION,
+                      PROVREQ_UID_ANNOTATION, SERVICE_ACCOUNTS, TO_BE_DELETED_TAINT, UNNEEDED_ANNOTATION)
 from k8s.errors import ApiError
 from k8s.objects import condition, is_true, meta, parse_time
 from k8s.tape import Tape, by_revision
@@ -440,6 +440,24 @@ def test_an_old_request_is_deleted_but_not_one_made_again_under_its_name(clean, 
     assert k.get(R.PROVREQ, name, NS)["metadata"]["uid"] == again["metadata"]["uid"]
     deleted = [o["metadata"]["uid"] for _, typ, o in tape.changes if typ == "DELETED"]
     assert again["metadata"]["uid"] not in deleted, "the request made again was deleted"
+
+
+def test_a_note_is_said_once_for_each_request_however_many_loops_earn_it(clean, by_hand, k):
+    """A decision that changes nothing (an unreadable ValidUntilSeconds ignored, as the real autoscaler ignores them all)
+    is said once per request, not at every loop, each request on its own: two requests with the same unreadable value,
+    over the pool's max (no node made), are looked at loop after loop, and each one's note is said exactly once over
+    the window. (The thirteenth sample's `run_once__mutmut_28` keyed what was said by the note's text after the
+    request's name, so the two requests' notes, of the same words, took turns and were said again at every loop.)"""
+    fake = session_fake(clean)
+    made = [by_hand(3, params={PARAM_VALID_UNTIL: "soon"})["metadata"]["name"] for _ in range(2)]
+
+    def notes(name: str) -> list[str]:
+        return [m for m in fake.messages() if m.startswith(f"provreq {NS}/{name}: parameters.{PARAM_VALID_UNTIL}=")
+                and m.endswith("ignored (the real autoscaler never reads it)")]
+    wait_for(lambda: all(notes(n) for n in made), 30, what="each request's note said")
+    quiet_until = time.time() + LOOPS_AGAIN
+    wait_for(lambda: time.time() >= quiet_until, LOOPS_AGAIN + 5, what=f"{LOOPS_AGAIN}s of loops that look again")
+    assert [len(notes(n)) for n in made] == [1, 1], [notes(n) for n in made]
 
 
 def test_a_taint_written_on_a_stale_read_is_refused_said_and_written_by_a_later_loop(clean, by_hand, k):
