@@ -339,26 +339,14 @@ def test_the_legacy_protocols_cleanup_never_deletes_a_job_resubmitted_under_the_
     c = controller(3.0, protocol="legacy")
     assert 0 < c.reconcile(key) <= 3.0                   # marked, deactivated, its cleanup armed
     past_cleanup_time(k, name)
-    hooks.arm(c.hooks.dir, "before-delete", key)
     caplog.clear()                                       # the legacy protocol's marking said at WARNING, above
     with caplog.at_level(logging.INFO, logger="deadline"):
-        worker, out, info = reconcile_parked(c, key, "before-delete")
-        assert info["uid"] == job["metadata"]["uid"]
-        k.delete(JOB, name, NS)
-        wait_for(lambda: k.get_or_none(JOB, name, NS) is None, 60, what="the first Job to go")
-        again = clean.submit(name, "1x8", duration="5s", deadline="10m", provreq={PARAM_STOCKOUT: "true"},
-                             annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
-        wait_for(lambda: observe.workload_for(k, again), 60, what="the new Job's Workload")
-        hooks.release(c.hooks.dir, "before-delete", key)
-        worker.join(60)
+        out = resubmitted_while_it_deletes(clean, k, c, key, job, workload=True)
     lines = said(caplog, key)
     assert match(lines, [r"LEGACY: TTL expired; deleting the Job \(its Workload is not admitted\)",
                          re.escape(JOB_409)]), lines
     after = out[0] if out else None
     assert after is not None and 0 < after <= 600, f"read again: the new Job's deadline is ahead ({out})"
-    live = k.get(JOB, name, NS)
-    assert live["metadata"]["uid"] == again["metadata"]["uid"] != job["metadata"]["uid"], "the new Job is kept"
-    assert not any(k_ in annotations(live) for k_ in MIRROR_KEYS)
 
 
 def test_before_the_deadline_nothing_is_written_and_the_deadline_fires_into_the_urgent_tier(submit, k, controller,
@@ -539,26 +527,37 @@ def test_cleanup_deletes_with_the_resource_version_it_decided_on(submit, k, cont
     assert int(rv(touched)) > int(info["resource_version"])
 
 
-def test_cleanup_never_deletes_a_job_resubmitted_under_the_same_name(clean, submit, k, controller, caplog):
-    c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
-    past_cleanup_time(k, name)
+def resubmitted_while_it_deletes(clean, k: Kube, c: DeadlineController, key: str, job: dict,
+                                 workload: bool = False) -> list:
+    """c.reconcile(key) held before its delete of `job`; meanwhile the user deletes the Job and submits it again under
+    the same name, with a longer deadline (and, with `workload`, Kueue has made its Workload); then the delete goes on.
+    The new Job must be kept, unmarked.  Returns the reconcile's result (empty: it raised)."""
+    name = job["metadata"]["name"]
     hooks.arm(c.hooks.dir, "before-delete", key)
-    with caplog.at_level(logging.INFO, logger="deadline"):
-        worker, out, info = reconcile_parked(c, key, "before-delete")
-        assert info["uid"] == job["metadata"]["uid"]
-        # meanwhile the user deletes the Job and submits it again under the same name, with a longer deadline
-        k.delete(JOB, name, NS)
-        wait_for(lambda: k.get_or_none(JOB, name, NS) is None, 60, what="the first Job to go")
-        again = clean.submit(name, "1x8", duration="5s", deadline="10m", provreq={PARAM_STOCKOUT: "true"},
-                             annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
-        hooks.release(c.hooks.dir, "before-delete", key)
-        worker.join(60)
-    lines = said(caplog, key)
-    assert match(lines, [EXPIRED, re.escape(JOB_409)]), lines
-    assert out == [None]
+    worker, out, info = reconcile_parked(c, key, "before-delete")
+    assert info["uid"] == job["metadata"]["uid"]
+    k.delete(JOB, name, NS)
+    wait_for(lambda: k.get_or_none(JOB, name, NS) is None, 60, what="the first Job to go")
+    again = clean.submit(name, "1x8", duration="5s", deadline="10m", provreq={PARAM_STOCKOUT: "true"},
+                         annotations={DEADLINE_CLASS_ANNOTATION: CLASS})
+    if workload:
+        wait_for(lambda: observe.workload_for(k, again), 60, what="the new Job's Workload")
+    hooks.release(c.hooks.dir, "before-delete", key)
+    worker.join(60)
     live = k.get(JOB, name, NS)
     assert live["metadata"]["uid"] == again["metadata"]["uid"] != job["metadata"]["uid"], "the new Job is kept"
     assert not any(k_ in annotations(live) for k_ in MIRROR_KEYS)
+    return out
+
+
+def test_cleanup_never_deletes_a_job_resubmitted_under_the_same_name(clean, submit, k, controller, caplog):
+    c, name, key, job = committed_mirrored_armed(k, submit, controller, 3.0)
+    past_cleanup_time(k, name)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        out = resubmitted_while_it_deletes(clean, k, c, key, job)
+    lines = said(caplog, key)
+    assert match(lines, [EXPIRED, re.escape(JOB_409)]), lines
+    assert out == [None]
 
 
 # ---------------------------------------------------------------------------- two writers
