@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every test, the way CI runs it (.ci/run is `./test.sh` and nothing else): unit tests on plain data (nothing built,
-# no network); the mutation gate over the pure modules; the README's quick start as written (`./setup.sh && AUTO=1
-# ./scenario.sh`, which must pass and leave nothing behind); the attach tests; then every other cluster test
-# against a real control plane, real Kueue v0.19.2 and real KWOK, as three sessions side by side, each on a cluster
-# of its own; then the kind path (a Docker engine, the kind backend's walkthrough and `cluster attach` on kind); state
+# no network) and the mutation gate over the pure modules, both in the background; the README's quick start as
+# written (`./setup.sh && AUTO=1 ./scenario.sh`, which must pass and leave nothing behind); the attach tests; then
+# every other cluster test against a real control plane, real Kueue v0.19.2 and real KWOK, as three sessions side by
+# side, each on a cluster of its own; the kind path (a Docker engine, the kind backend's walkthrough and `cluster
+# attach` on kind) once only the last of those sessions runs, and the sampled gate beside it; state
 # in temporary directories, so a demo cluster you have running is left alone.  Every stage runs to its end whatever
 # a stage before it showed, and one failed test never hides another (no -x): the closing lines
 # give each stage's verdict, and the exit code is 1 if any stage failed.  Nothing is skipped: a missing toolchain
@@ -87,6 +88,18 @@ cluster_tests() {
       >"$state/shard-$i.log" 2>&1 &
     pids+=($!)
   done
+  # ON_ONE_SESSION_LEFT: a command run once only one session is still running (the every-stage flow starts the kind
+  # path then, beside the last session alone)
+  if [ -n "${ON_ONE_SESSION_LEFT:-}" ]; then
+    local alive p
+    while :; do
+      alive=0
+      for p in "${pids[@]}"; do if kill -0 "$p" 2>/dev/null; then alive=$((alive + 1)); fi; done
+      [ "$alive" -le 1 ] && break
+      sleep 5
+    done
+    "$ON_ONE_SESSION_LEFT"
+  fi
   local rc=0 empty=0 code
   for i in $(seq "$shards"); do
     code=0
@@ -239,8 +252,15 @@ verdict() {
 pgroups=()
 trap 'for g in "${pgroups[@]}"; do kill -- -"$g" 2>/dev/null || true; done' EXIT
 
-stage "unit tests"
-rc=0; unit_tests || rc=$?; verdict "unit tests" "$rc"
+# The unit tests are CPU-bound and wait on nothing (their clocks are injected): they run in the background as the
+# mutation gate does, in a CPU group of their own at nice 19, beside the quick start (which mostly waits on its
+# cluster), and their verdict is read at the end.
+stage "unit tests: started in the background at nice 19, their verdict at the end"
+unit_log=$(mktemp /tmp/tau-demo-unit.XXXXXX)
+setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 ./test.sh --unit' \
+  >"$unit_log" 2>&1 &
+unit_pid=$!
+pgroups+=("$unit_pid")
 
 # The mutation gate is CPU-bound; the stages after it mostly wait on the cluster (boots, loops, deadlines).
 # So it runs beside them at the lowest CPU priority (it takes only the CPU they leave idle; its per-mutant
@@ -289,15 +309,27 @@ fi
 rm -rf "$quickstart_state"
 verdict "the quick start (./setup.sh && AUTO=1 ./scenario.sh, then cluster down)" "$rc"
 
+# The kind path starts once only one of the cluster stage's sessions is still running (not before: two kind nodes'
+# control planes beside three kwok clusters would crowd two cores), or after the stage if none was left alone (a stage
+# that could not start); the toolchain's Kubernetes build is then in the Go cache the node image reuses.  It runs in the
+# background, its verdict read after the sampled gate's start; the mutation gate still runs beside it.
+kind_pid=""
+start_kind_path() {
+  [ -z "$kind_pid" ] || return 0
+  stage "the kind path: a laptop user's TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh, and cluster attach on a plain kind cluster (Docker engine from Debian's packages, the node image built without a registry): started in the background, beside the cluster stage's last session"
+  kind_log=$(mktemp /tmp/tau-demo-kind-log.XXXXXX)
+  setsid bash -c 'exec ./test.sh --kind' >"$kind_log" 2>&1 &
+  kind_pid=$!
+  pgroups+=("$kind_pid")
+}
+
 # The walkthrough's scenarios ran in the quick start, so the cluster stage leaves them out (pytest marker
 # `walkthrough`) instead of running them a second time, and the races' extra rounds too (`repeat`).
 stage "every other cluster test: the walkthrough's scenarios (above), their repeats and the attach tests (beside the quick start) left out, as three sessions side by side, each on a cluster of its own"
-rc=0; cluster_tests 3 -m "not walkthrough and not repeat and not attach" || rc=$?
+rc=0; ON_ONE_SESSION_LEFT=start_kind_path cluster_tests 3 -m "not walkthrough and not repeat and not attach" || rc=$?
 verdict "the cluster tests (three sessions)" "$rc"
+start_kind_path
 
-# After the cluster stage (not beside it: two kind nodes' control planes beside three kwok clusters would crowd two
-# cores), once the toolchain's Kubernetes build is in the Go cache the node image reuses; the mutation gate still runs
-# beside it.
 # The sampled gate waits mostly on its cluster tests, as the kind path on its kind clusters: it runs beside it, its
 # cluster tests at nice 10 (tests/mutation/sampled.py), and its verdict is read after it.
 stage "the sampled gate over the three controllers that do I/O: started in the background, beside the kind path (its own cluster)"
@@ -306,8 +338,11 @@ setsid bash -c 'exec ./test.sh --sampled' >"$sampled_log" 2>&1 &
 sampled_pid=$!
 pgroups+=("$sampled_pid")
 
-stage "the kind path: a laptop user's TAU_DEMO_BACKEND=kind ./setup.sh && AUTO=1 ./scenario.sh, and cluster attach on a plain kind cluster (Docker engine from Debian's packages, the node image built without a registry)"
-rc=0; kind_path || rc=$?
+stage "the kind path, run beside the cluster stage's last session and the sampled gate: its verdict"
+rc=0
+wait "$kind_pid" || rc=$?
+cat "$kind_log"
+rm -f "$kind_log"
 verdict "the kind path (./test.sh --kind)" "$rc"
 
 stage "the sampled gate, run beside the kind path: its verdict (recorded kill rates, one recorded kill of each controller judged again by its killing test)"
@@ -326,6 +361,13 @@ if left=$(pgrep -af -- "$attach_state"); then
 fi
 rm -rf "$attach_state" "$attach_log"
 verdict "the attach tests" "$rc"
+
+stage "the unit tests, run beside the quick start: their verdict"
+rc=0
+wait "$unit_pid" || rc=$?
+cat "$unit_log"
+rm -f "$unit_log"
+verdict "unit tests" "$rc"
 
 stage "mutation testing of the pure modules: its verdict"
 rc=0

@@ -65,7 +65,7 @@ CLUSTER_TEST_TIMEOUT = int(os.environ.get("TAU_DEMO_TEST_TIMEOUT", "900"))
 SHARD = os.environ.get("TAU_DEMO_TEST_SHARD", "")           # "1/3", "2/3" or "3/3"; "" runs every file
 SHARDS = 3
 SHARD_OF = {"test_fake_ca.py": 2, "test_multikueue.py": 2, "test_faults.py": 2,
-            "test_foundation.py": 2,
+            "test_foundation.py": 3,
             "test_kueue_specs.py": 3, "test_scenarios.py": 3, "test_deadline_controller.py": 3, "test_deadline_rule.py": 3, "test_taucluster_crd.py": 3,
             "test_taucluster.py": 2, "test_ui.py": 3, "test_bad_input_cluster.py": 3, "test_client_retry.py": 3,
             "test_interrupts.py": 3}

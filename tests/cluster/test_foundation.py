@@ -75,6 +75,11 @@ def test_kueue_gates_a_gpu_job_on_a_provisioning_request(k, unique, no_autoscale
         k.delete(R.JOB, name, NS)
         for n in nodes:
             k.delete(R.NODE, n)
+        # the garbage collector takes the Workload after the Job, then the request after the Workload: waited for
+        # here, so that a test after this one that begins by finding the namespace clean (the fixture `clean`) does
+        # not find them (on a loaded machine five tests after this one did)
+        wait_for(lambda: workload_for(k, job) is None and k.get_or_none(R.PROVREQ, pr_name, NS) is None, 60,
+                 what="the Job's Workload and ProvisioningRequest gone after it")
 
 
 def test_invalid_kueue_object_is_rejected_by_kueues_webhook(kubeconfig, tmp_path):
