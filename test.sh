@@ -252,13 +252,13 @@ verdict() {
 pgroups=()
 trap 'for g in "${pgroups[@]}"; do kill -- -"$g" 2>/dev/null || true; done' EXIT
 
-# The unit tests are CPU-bound and wait on nothing (their clocks are injected): they run in the background as the
-# mutation gate does, in a CPU group of their own at nice 19, beside the quick start (which mostly waits on its
-# cluster), and their verdict is read at the end.
-stage "unit tests: started in the background at nice 19, their verdict at the end"
+# The unit tests (one CPU for about 45 s) run in the background beside the quick start, which mostly waits on its
+# cluster, and their verdict is read at the end.  At the normal CPU priority, not the mutation gate's nice 19: some of
+# them bound a wall-clock wait (an interrupt acted on within 1.5 s, a subprocess within 30 s), which a starved run
+# could miss.
+stage "unit tests: started in the background, their verdict at the end"
 unit_log=$(mktemp /tmp/tau-demo-unit.XXXXXX)
-setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 ./test.sh --unit' \
-  >"$unit_log" 2>&1 &
+setsid bash -c 'exec ./test.sh --unit' >"$unit_log" 2>&1 &
 unit_pid=$!
 pgroups+=("$unit_pid")
 
