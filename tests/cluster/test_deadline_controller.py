@@ -328,6 +328,35 @@ def test_the_legacy_protocol_unraced_marks_the_job_then_deactivates_the_workload
     assert annotations(live.job).get(TERMINAL_WORKLOAD_ANNOTATION) == wl["metadata"]["name"], annotations(live.job)
 
 
+def test_the_legacy_protocol_deactivates_only_at_the_version_it_read_and_a_write_between_refuses_it(
+        submit, no_autoscaler, k, controller, caplog):
+    """The legacy protocol marks the Job, then deactivates the Workload at the version it read, and no other: parked
+    between the two (the pause point `before-commit`, which reports that version), a write to the Workload makes the
+    deactivation refused (409) and said, and the Workload stays active: the reviewed design's bug, a Job marked
+    terminal whose Workload may still be admitted.  (The fourteenth sample's `_reconcile_legacy__mutmut_54` reported
+    no version at that pause point, and no test read it.)"""
+    name, job, wl = submit("1s")
+    key, wl_name = f"{NS}/{name}", wl["metadata"]["name"]
+    past_deadline(job)
+    c = controller(protocol="legacy")
+    decided_on = rv(c.cached(key)[1])
+    hooks.arm(c.hooks.dir, "before-commit", key)
+    with caplog.at_level(logging.INFO, logger="deadline"):
+        worker, out, info = reconcile_parked(c, key, "before-commit")
+        assert info == {"resource_version": decided_on}
+        assert jobs.mirrored(k.get(JOB, name, NS)), "the Job is marked before the Workload is deactivated"
+        touch(k, WORKLOAD, wl_name, "between")            # after the decision, before its deactivation
+        hooks.release(c.hooks.dir, "before-commit", key)
+        worker.join(60)
+    lines = said(caplog, key)
+    assert routing.legacy_commit_line(key, True).removeprefix(f"deadline {key}: ") in lines, lines
+    assert routing.legacy_commit_line(key, False).removeprefix(f"deadline {key}: ") not in lines, lines
+    live = observe.snapshot(k, NS, name)
+    assert live.workload["spec"].get("active") is not False and not workloads.committed_timeout(live.workload), \
+        "the deactivation went onto a version it never read"
+    assert jobs.mirrored(live.job) and jobs.cleanup_after(live.job) is not None, "the Job marked and its cleanup armed"
+
+
 def test_the_legacy_protocols_cleanup_never_deletes_a_job_resubmitted_under_the_same_name(clean, submit, no_autoscaler,
                                                                                           k, controller, caplog):
     """The legacy protocol deletes a marked Job once its TTL is over, as the reviewed design did, but only the Job it
