@@ -125,8 +125,8 @@ def test_apiserver_killed_in_the_middle_of_a_scale_up(clean, k, own_fake_ca, uni
             # Kueue admits once its informers watch again, and client-go's reflectors back off between tries
             # (800 ms doubled up to 30 s, with up to as much again of jitter, reset only after 2 min without a
             # failure): after the apiserver kills of the tests before this one, a reflector of Kueue's may wait most
-            # of a minute before it lists again (the unmutated run of the fourteenth sample, four kills in a few
-            # minutes, saw no admission within 60 s; alone, the test passes in 37 to 90 s)
+            # of a minute before it lists again (the unmutated run of the fourteenth sample, two kills by the tests
+            # just before this one, saw no admission within 60 s; alone, the test passes in 37 to 90 s)
             try:
                 wait_for(lambda: rec.tape.synced() and not rec.tape.errors()
                          and rec.ever(lambda s: s.workload is not None and is_true(s.workload, "Admitted")), 120,
