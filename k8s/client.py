@@ -69,11 +69,12 @@ class Kube:
 
     # -- transport
     def _call(self, method: str, path: str, query: dict | None = None, body: Any = None,
-              content_type: str = "application/json", stream: bool = False, timeout: float | None = None):
+              content_type: str = "application/json", stream: bool = False, timeout: float | None = None,
+              accept: str = "application/json"):
         url = self.api.configuration.host + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         headers.update(self.api.default_headers)
         self.api.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
         for attempt in range(RETRY_AFTER_ATTEMPTS + 1):
@@ -121,6 +122,13 @@ class Kube:
     def raw(self, path: str) -> str:
         resp = self._call("GET", path, stream=True)
         return resp.read().decode()
+
+    def get_path(self, path: str, accept: str = "application/json") -> Obj | None:
+        """The JSON document at `path` (a discovery document, say), asked for as `accept`; None if not found."""
+        try:
+            return self._call("GET", path, accept=accept)
+        except NotFound:
+            return None
 
     # -- creating and deleting
     def request_token(self, namespace: str, service_account: str, seconds: int = 600) -> str:

@@ -20,12 +20,12 @@ from typing import Callable
 
 import yaml
 
-from k8s import poll
+from k8s import crd, poll
 from k8s.client import Kube
 from k8s.errors import ApiError, NotFound, Unreachable
-from k8s.keys import CRD_ESTABLISHED, MANAGED_BY_LABEL, MARKER, MODE_ADOPT, MODE_EXTERNAL, SYSTEM_NAMESPACE
+from k8s.keys import MANAGED_BY_LABEL, MARKER, MODE_ADOPT, MODE_EXTERNAL, SYSTEM_NAMESPACE
 from k8s.manifests import ManifestError, load_manifest
-from k8s.objects import Obj, is_true, meta, name as name_of, spec
+from k8s.objects import Obj, meta, name as name_of, spec
 from k8s.paths import MANIFESTS, shown
 from k8s.resources import CLUSTER_QUEUE, CONFIG_MAP, CRD, KUBECONFIG, NAMESPACE, PROVREQ, TAUCLUSTER
 from . import procs, setup
@@ -155,10 +155,10 @@ def _exists(k: Kube, res, name: str, namespace: str | None = None) -> bool:
 
 def preconditions(k: Kube) -> None:
     """Kueue and the ProvisioningRequest API must be there already: attach installs neither."""
-    for crd, what in ((CLUSTER_QUEUE.crd_name, "Kueue v0.19.2"),
-                      (PROVREQ.crd_name, "the ProvisioningRequest API (autoscaling.x-k8s.io/v1)")):
-        if not _exists(k, CRD, crd):
-            raise AttachError(f"{what} is not installed in this cluster (no CRD {crd}): install it first, as its "
+    for crd_name, what in ((CLUSTER_QUEUE.crd_name, "Kueue v0.19.2"),
+                           (PROVREQ.crd_name, "the ProvisioningRequest API (autoscaling.x-k8s.io/v1)")):
+        if not _exists(k, CRD, crd_name):
+            raise AttachError(f"{what} is not installed in this cluster (no CRD {crd_name}): install it first, as its "
                               "administrator (docs/taucluster.md, \"Attach your own cluster\"); attach installs nothing")
 
 
@@ -215,7 +215,7 @@ def _write(k: Kube, st: State, tc: Obj, fake_autoscaler: bool, say: Callable[[st
     if not _exists(k, CRD, TAUCLUSTER.crd_name):
         k.create(CRD, load_manifest(CRD_FILE)[0])
         made(MADE_CRD)
-        poll.until(lambda: is_true(k.get(CRD, TAUCLUSTER.crd_name), CRD_ESTABLISHED), 60,
+        poll.until(lambda: crd.established(k.get(CRD, TAUCLUSTER.crd_name)), 60,
                    f"CRD {TAUCLUSTER.crd_name} to be Established")
         say(f"created the CRD {TAUCLUSTER.crd_name}")
     if not _exists(k, NAMESPACE, SYSTEM_NAMESPACE):

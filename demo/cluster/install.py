@@ -10,7 +10,7 @@ from typing import Callable
 import yaml
 
 from k8s import job as jobs
-from k8s import keys, poll
+from k8s import crd, keys, poll
 from k8s.client import Kube
 from k8s.errors import ApiError, Unreachable
 from k8s.manifests import ManifestError, load_manifest
@@ -40,18 +40,26 @@ def install_provreq_crd(kubeconfig: str) -> None:
 
 
 def wait_established(kubeconfig: str, *crds: str, selector: str | None = None, timeout: float = 60) -> None:
-    """Until every CRD named (or labelled `selector`) is Established, read through the API.  Not `kubectl wait`:
-    it fails at once ("status.conditions accessor error: <nil>") on a CRD read before the apiserver wrote its
-    first condition, as a kind path's cluster up did in CI."""
+    """Until every CRD named (or labelled `selector`) is Established and discovery lists what it serves (k8s/crd.py
+    says why both), read through the API.  Not `kubectl wait`: it fails at once ("status.conditions accessor error:
+    <nil>") on a CRD read before the apiserver wrote its first condition, as a kind path's cluster up did in CI."""
     k = Kube(kubeconfig)
+    last: list[str] = []
 
-    def established() -> bool:
+    def ready() -> bool:
         found = [k.get_or_none(CRD, n) for n in crds] + (k.list(CRD, label_selector=selector)[0] if selector else [])
-        return bool(found) and all(is_true(c, keys.CRD_ESTABLISHED) for c in found)
+        if not found or not all(crd.established(c) for c in found):
+            last[:] = ["not Established"]
+            return False
+        paths = {crd.version_path(g, v) for c in found for g, v, _ in crd.served(c)}
+        last[:] = crd.discovery_gaps(found, k.get_path("/apis", crd.AGGREGATED_DISCOVERY),
+                                     {p: k.get_path(p) for p in sorted(paths)})
+        return not last
     try:
-        poll.until(established, timeout, "the CRDs to be Established", 0.2)
+        poll.until(ready, timeout, "the CRDs to be Established and discoverable", 0.2)
     except poll.WaitTimedOut:
-        raise ClusterError(f"CRDs {', '.join(crds) or selector} not Established within {timeout:.0f}s") from None
+        raise ClusterError(f"CRDs {', '.join(crds) or selector} not ready within {timeout:.0f}s: "
+                           f"{'; '.join(last[:5]) or 'none found'}") from None
 
 
 def demo_manifests(plain: bool) -> tuple[str, ...]:
