@@ -5,9 +5,11 @@ Pure: plain objects in, answers out; a malformed object reads as empty."""
 
 from __future__ import annotations
 
-from .keys import (ADMITTED, DEACTIVATED, DECISION_ANNOTATION, EVICTED, FINISHED, JOB_UID_LABEL, QUOTA_RESERVED,
-                   TIMED_OUT)
-from .objects import Obj, annotations, condition, is_true, meta, owned_by, spec, status
+from datetime import datetime
+
+from .keys import (ADMITTED, DEACTIVATED, DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, EVICTED, FINISHED,
+                   JOB_UID_LABEL, QUOTA_RESERVED, TIMED_OUT)
+from .objects import Obj, annotations, condition, is_true, meta, owned_by, parse_time, spec, status
 
 
 def job_selector(job_uid: str) -> str:
@@ -96,6 +98,15 @@ def nominated_clusters(wl: Obj | None) -> list[str]:
 def committed_timeout(wl: Obj | None) -> bool:
     """The admission deadline's decision is committed on it (demo.deadline.protocol step 1)."""
     return annotations(wl).get(DECISION_ANNOTATION) == TIMED_OUT
+
+
+def decided_at(wl: Obj | None) -> datetime | None:
+    """When the committed timeout was decided: its decision-time annotation, the deadline controller's clock as it
+    wrote the commit, so at or before the moment the write landed (an observer sees the commit later, by its watch's
+    lag).  None when no timeout is committed or the time does not parse."""
+    if not committed_timeout(wl):
+        return None
+    return parse_time(annotations(wl).get(DECISION_TIME_ANNOTATION))
 
 
 def check_retry_backoff(base_seconds: int, max_seconds: int, retry: int) -> int:

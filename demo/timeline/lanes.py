@@ -17,10 +17,10 @@ from k8s import job as jobs
 from k8s import node as nodes_
 from k8s import provreq as provreqs_
 from k8s import workload as workloads
-from k8s.keys import (ACCEPTED, BOOTS_AT_ANNOTATION, CHECK_NAME, DECISION_ANNOTATION, DECISION_TIME_ANNOTATION,
+from k8s.keys import (ACCEPTED, BOOTS_AT_ANNOTATION, CHECK_NAME, DECISION_ANNOTATION,
                       EVICTED, FAILED, POD_SCHEDULED, POD_UNSCHEDULABLE, POOL_LABEL, PROVISIONED, PROVREQ_UID_ANNOTATION,
                       TERMINAL_REASON_ANNOTATION)
-from k8s.objects import Obj, annotations, condition, created_at, deleting, labels, parse_time, spec
+from k8s.objects import Obj, annotations, condition, created_at, deleting, labels, spec
 from k8s.objects import name as name_of
 from k8s.objects import uid as uid_of
 
@@ -272,7 +272,7 @@ def decision(workload: Obj | None) -> tuple[str, float | None] | None:
     """The decision committed on the Workload ("timed-out") and when (its annotation's time), or None."""
     if not workloads.committed_timeout(workload):
         return None
-    at = parse_time(annotations(workload).get(DECISION_TIME_ANNOTATION))
+    at = workloads.decided_at(workload)
     return annotations(workload)[DECISION_ANNOTATION], (at.timestamp() if at is not None else None)
 
 

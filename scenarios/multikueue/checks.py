@@ -69,6 +69,15 @@ def after(vs: Snapshots, since: float | None) -> Snapshots:
     return [] if since is None else [(t, v) for t, v in vs if t >= since]
 
 
+def committed_at(vs: Snapshots) -> float | None:
+    """When the admission deadline's timeout was committed on the Workload these views show: the commit's own time
+    (workloads.decided_at), not the first sample that shows it.  That sample lags the write by its watch's delay,
+    which under load outlasts what MultiKueue does on a worker in answer to the commit (another cluster's watch
+    can show that first)."""
+    at = next((a for _, v in vs if (a := workloads.decided_at(v.workload)) is not None), None)
+    return at.timestamp() if at is not None else None
+
+
 def settled(vs: Snapshots, since: float | None,
             present: Callable[[Snapshot], object]) -> tuple[float | None, list[Snapshot]]:
     """After `since`: when `present` stopped holding for good (the first sample of the absence that lasts to the

@@ -307,7 +307,7 @@ def run_both_stocked_out(ctx: Context) -> None:
             ctx.wait(lambda: _manager_now(ctx, name)[0] is None, 60, "the deadline's cleanup to delete the manager's Job")
             ctx.wait(lambda: trio.manager.gone_at() is not None, 10, "the manager's recorder to see the Job go")
         by, manager = trio.worker_views(), trio.manager_views()
-        decided = first(manager, lambda v: workloads.committed_timeout(v.workload))
+        decided = checks.committed_at(manager)
         for w in ws:
             _gone_for_good(ctx, w.name, by[w.name], decided, WINDOW)
             ctx.check(not checks.nodes_for(by[w.name]), f"{w.name}: no node was ever made for the Job")
@@ -431,7 +431,7 @@ def run_race(ctx: Context) -> None:
     ctx.check(any((condition(v.workload, EVICTED) or {}).get("reason") == DEACTIVATED for _, v in manager)
               and not any(workloads.admitted(v.workload) for _, v in manager),
               "timeout wins: Kueue evicted the manager's Workload (Deactivated); it was never admitted")
-    decided = first(manager, lambda v: workloads.committed_timeout(v.workload))
+    decided = checks.committed_at(manager)
     admitted_on = [w for w in by if any(workloads.admitted(v.workload) for _, v in by[w])]
     ctx.check(not admitted_on, "timeout wins: no worker ever admitted its copy"
                                f"{': ' + ', '.join(admitted_on) + ' did' if admitted_on else ''}")

@@ -19,8 +19,7 @@ from demo.deadline import protocol as dl
 from k8s import job as jobs
 from k8s import workload as workloads
 from k8s import hooks
-from k8s.keys import DECISION_TIME_ANNOTATION, PARAM_BOOT_SECONDS
-from k8s.objects import parse_time
+from k8s.keys import PARAM_BOOT_SECONDS
 
 from ..kit.controllers import Controller, race_controller
 from ..kit.harness import NS, Context
@@ -104,7 +103,7 @@ def soak_one(ctx: Context, ctl: Controller, hook_dir: Path, rng: random.Random, 
     reaction = None
     for s in samples:
         if s.workload and workloads.committed_timeout(s.workload) and s.job:
-            t = parse_time(s.workload["metadata"]["annotations"].get(DECISION_TIME_ANNOTATION))
+            t = workloads.decided_at(s.workload)
             d = dl.deadline_of(s.job)
             if t and d:
                 reaction = (t - d).total_seconds()

@@ -3,6 +3,8 @@ objects shaped like the real cluster's: what each answers, and that a malformed 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
 from k8s import job as jobs
@@ -84,6 +86,16 @@ def test_the_committed_timeout_is_the_decision_annotation():
     assert workloads.committed_timeout(wl(annotations={"tau-demo.io/admission-decision": "timed-out"}))
     assert not workloads.committed_timeout(wl(annotations={"tau-demo.io/admission-decision": "admitted"}))
     assert not workloads.committed_timeout(wl()) and not workloads.committed_timeout(None)
+
+
+def test_the_commit_is_dated_by_its_decision_time_annotation():
+    at = "2026-12-01T10:00:07.123456Z"
+    done = wl(annotations={"tau-demo.io/admission-decision": "timed-out", "tau-demo.io/admission-decision-time": at})
+    assert workloads.decided_at(done) == datetime(2026, 12, 1, 10, 0, 7, 123456, tzinfo=timezone.utc)
+    other = wl(annotations={"tau-demo.io/admission-decision": "admitted", "tau-demo.io/admission-decision-time": at})
+    assert workloads.decided_at(other) is None                  # a time without the committed timeout says nothing
+    assert workloads.decided_at(wl(annotations={"tau-demo.io/admission-decision": "timed-out"})) is None
+    assert workloads.decided_at(None) is None
 
 
 @pytest.mark.parametrize("retry, want", [(1, 5), (2, 10), (3, 20), (4, 20), (0, 5)])

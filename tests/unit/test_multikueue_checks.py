@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, EVICTED, FAKE_CA_FIELD_MANAGER, JOB_COMPLETE,
-                      JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, PROVREQ_UID_ANNOTATION, QUOTA_RESERVED,
-                      TERMINAL_REASON_ANNOTATION)
+from k8s.keys import (ADMISSION_TIMEOUT, ADMITTED, DECISION_ANNOTATION, DECISION_TIME_ANNOTATION, EVICTED,
+                      FAKE_CA_FIELD_MANAGER, JOB_COMPLETE, JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL,
+                      PROVREQ_UID_ANNOTATION, QUOTA_RESERVED, TERMINAL_REASON_ANNOTATION)
 from scenarios.multikueue import checks as C
 from demo.jobs.snapshot import Snapshot
 from scenarios.multikueue.checks import Objects
@@ -116,6 +116,20 @@ def test_span_is_the_first_and_last_sample_a_thing_was_seen():
     assert C.span(seen, lambda v: v.job is not None) == (0.5, 1.5)
     assert C.span(seen[:3], lambda v: v.job is not None) == (0.5, 0.5)
     assert C.span(seen, lambda v: False) is None
+
+
+def test_the_commit_is_dated_by_its_own_time_not_by_the_sample_that_first_shows_it():
+    def committed(at, decision="timed-out"):
+        w = wl()
+        w["metadata"]["annotations"] = {DECISION_ANNOTATION: decision, DECISION_TIME_ANNOTATION: at}
+        return Snapshot(workload=w)
+    # the manager's watch shows the commit 1.5s after it was written: the commit is dated 10.25
+    seen = [(1.0, Snapshot(workload=wl())), (11.75, committed("1970-01-01T00:00:10.250000Z")),
+            (12.0, committed("1970-01-01T00:00:10.250000Z"))]
+    assert C.committed_at(seen) == 10.25
+    assert C.committed_at(seen[:1]) is None and C.committed_at([]) is None
+    assert C.committed_at([(2.0, committed("1970-01-01T00:00:10Z", decision="admitted"))]) is None
+    assert C.committed_at([(2.0, committed("not a time")), (3.0, committed("1970-01-01T00:00:03Z"))]) == 3.0
 
 
 def test_settled_says_when_something_went_for_good_and_what_came_back_meanwhile():
